@@ -1,0 +1,364 @@
+//! Engine throughput benchmark: time per node execution, to compare with RAGFlow's
+//! Python engine (0.4–1.0 ms per node on the canvases of `../shared/bench`).
+//!
+//! Two canvases are generated in code, equivalent to `perf_a_chain1000` and
+//! `perf_c_loop2000`:
+//!
+//! - `chain1000`: `begin → 1000 VariableAssigner (env.count += 1) → Message`;
+//! - `loop2000`: a Loop of 2000 passes (LoopItem → VariableAssigner `i += 1`, until
+//!   `i ≥ 2000`) → Message.
+//!
+//! Each canvas is compiled once; each run is one turn (`fresh_state` + `run_turn`) on a
+//! current-thread tokio runtime, measured with two sinks: `VecSink` (events kept in
+//! memory) and a sink that serialises each event to JSON into a reused buffer, as the
+//! CLI does. Every run is checked (it must finish with the expected Message content), so
+//! a broken run panics instead of being measured. Node executions are counted from the
+//! `node_finished` events. The report gives the median wall time per run, the median
+//! µs per node execution, and the ratio against RAGFlow's timings from
+//! `../shared/bench/README.md`.
+//!
+//! Run it with `cargo bench --bench engine` (release profile); add a substring to run
+//! only some cases, e.g. `cargo bench --bench engine -- loop`.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use canvas::components::Registry;
+use canvas::dsl::load::from_value;
+use canvas::engine::{Canvas, Event, EventKind, EventSink, Outcome, RunConfig, VecSink, run_turn};
+use serde_json::{Map, Value, json};
+
+/// Runs thrown away before measuring.
+const WARMUP: usize = 3;
+/// Runs measured.
+const RUNS: usize = 10;
+
+/// `begin → VariableAssigner:1 … :n (env.count += 1) → Message:End`.
+fn chain_canvas(n: usize) -> Value {
+    let va = |i: usize| format!("VariableAssigner:{i}");
+    let mut comps = Map::new();
+    comps.insert(
+        "begin".into(),
+        json!({
+            "obj": {"component_name": "Begin",
+                    "params": {"mode": "conversational", "prologue": "Welcome.", "inputs": {}}},
+            "downstream": [va(1)],
+            "upstream": []
+        }),
+    );
+    for i in 1..=n {
+        let up = if i == 1 {
+            "begin".to_string()
+        } else {
+            va(i - 1)
+        };
+        let down = if i == n {
+            "Message:End".to_string()
+        } else {
+            va(i + 1)
+        };
+        comps.insert(
+            va(i),
+            json!({
+                "obj": {"component_name": "VariableAssigner",
+                        "params": {"variables": [
+                            {"variable": "env.count", "operator": "+=", "parameter": 1}
+                        ]}},
+                "downstream": [down],
+                "upstream": [up]
+            }),
+        );
+    }
+    comps.insert(
+        "Message:End".into(),
+        json!({
+            "obj": {"component_name": "Message", "params": {"content": ["count={env.count}"]}},
+            "downstream": [],
+            "upstream": [va(n)]
+        }),
+    );
+    json!({
+        "components": comps,
+        "globals": {
+            "sys.query": "", "sys.user_id": "", "sys.conversation_turns": 0,
+            "sys.files": [], "sys.history": [], "env.count": 0
+        },
+        "history": [], "path": [], "retrieval": [],
+        "variables": {"count": {"name": "count", "type": "number", "value": 0}}
+    })
+}
+
+/// `begin → Loop:L (i from 0 until i ≥ passes) → Message:Done`, body
+/// `LoopItem:Start → VariableAssigner:Inc (Loop:L@i += 1)`.
+fn loop_canvas(passes: u64) -> Value {
+    json!({
+        "components": {
+            "begin": {
+                "obj": {"component_name": "Begin",
+                        "params": {"mode": "conversational", "prologue": "Welcome.", "inputs": {}}},
+                "downstream": ["Loop:L"],
+                "upstream": []
+            },
+            "Loop:L": {
+                "obj": {"component_name": "Loop", "params": {
+                    "loop_variables": [
+                        {"variable": "i", "input_mode": "constant", "type": "number", "value": 0}
+                    ],
+                    "loop_termination_condition": [
+                        {"variable": "Loop:L@i", "operator": "≥", "input_mode": "constant",
+                         "value": passes}
+                    ],
+                    "logical_operator": "and",
+                    "maximum_loop_count": 100_000
+                }},
+                "downstream": ["Message:Done"],
+                "upstream": ["begin"]
+            },
+            "LoopItem:Start": {
+                "obj": {"component_name": "LoopItem", "params": {}},
+                "downstream": ["VariableAssigner:Inc"],
+                "upstream": [],
+                "parent_id": "Loop:L"
+            },
+            "VariableAssigner:Inc": {
+                "obj": {"component_name": "VariableAssigner", "params": {"variables": [
+                    {"variable": "Loop:L@i", "operator": "+=", "parameter": 1}
+                ]}},
+                "downstream": [],
+                "upstream": ["LoopItem:Start"],
+                "parent_id": "Loop:L"
+            },
+            "Message:Done": {
+                "obj": {"component_name": "Message", "params": {"content": ["i={Loop:L@i}"]}},
+                "downstream": [],
+                "upstream": ["Loop:L"]
+            }
+        },
+        "globals": {
+            "sys.query": "", "sys.user_id": "", "sys.conversation_turns": 0,
+            "sys.files": [], "sys.history": []
+        },
+        "history": [], "path": [], "retrieval": [],
+        "variables": {}
+    })
+}
+
+/// What the CLI does with an event: serialise it to one JSON line. The buffer is reused;
+/// only counts are kept.
+#[derive(Default)]
+struct JsonSink {
+    buf: Vec<u8>,
+    events: usize,
+    nodes: usize,
+    bytes: usize,
+}
+
+impl EventSink for JsonSink {
+    fn emit(&mut self, ev: &Event) -> std::io::Result<()> {
+        self.buf.clear();
+        serde_json::to_writer(&mut self.buf, ev)?;
+        self.buf.push(b'\n');
+        self.bytes += black_box(&self.buf).len();
+        self.events += 1;
+        if matches!(ev.kind, EventKind::NodeFinished(_)) {
+            self.nodes += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Which sink a case uses.
+#[derive(Clone, Copy)]
+enum SinkKind {
+    Vec,
+    Json,
+}
+
+impl SinkKind {
+    fn label(self) -> &'static str {
+        match self {
+            SinkKind::Vec => "VecSink",
+            SinkKind::Json => "JSON",
+        }
+    }
+}
+
+/// One measured run: wall time, node executions and events it produced.
+struct Run {
+    wall: Duration,
+    nodes: usize,
+    events: usize,
+}
+
+/// Run one turn, check it, and time it (compilation excluded).
+fn run_once(
+    rt: &tokio::runtime::Runtime,
+    name: &str,
+    canvas: &Canvas,
+    sink_kind: SinkKind,
+    expected: &str,
+) -> Run {
+    let cfg = RunConfig {
+        run_id: "bench".into(),
+        query: "go".into(),
+        ..Default::default()
+    };
+    let (outcome, wall, nodes, events) = match sink_kind {
+        SinkKind::Vec => {
+            let mut sink = VecSink::default();
+            let t = Instant::now();
+            let (state, outcome) =
+                rt.block_on(run_turn(canvas, canvas.fresh_state(), &cfg, &mut sink));
+            let wall = t.elapsed();
+            drop(black_box(state));
+            let nodes = sink
+                .0
+                .iter()
+                .filter(|e| matches!(e.kind, EventKind::NodeFinished(_)))
+                .count();
+            (outcome, wall, nodes, sink.0.len())
+        }
+        SinkKind::Json => {
+            let mut sink = JsonSink::default();
+            let t = Instant::now();
+            let (state, outcome) =
+                rt.block_on(run_turn(canvas, canvas.fresh_state(), &cfg, &mut sink));
+            let wall = t.elapsed();
+            drop(black_box(state));
+            assert!(sink.bytes > 0, "{name}: the JSON sink wrote nothing");
+            (outcome, wall, sink.nodes, sink.events)
+        }
+    };
+    match outcome {
+        Ok(Outcome::Finished { outputs }) => {
+            let content = outputs.get("content");
+            if content.and_then(Value::as_str) != Some(expected) {
+                panic!(
+                    "{name}: the run finished with content {content:?}, expected {expected:?} \
+                     (outputs: {outputs})"
+                );
+            }
+        }
+        Ok(other) => panic!("{name}: the run did not finish: {other:?}"),
+        Err(e) => panic!("{name}: the run stopped with an error: {e}"),
+    }
+    Run {
+        wall,
+        nodes,
+        events,
+    }
+}
+
+/// Median of a non-empty list.
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Warm up, measure, and print one report line.
+fn bench(
+    rt: &tokio::runtime::Runtime,
+    name: &str,
+    canvas: &Canvas,
+    sink_kind: SinkKind,
+    expected: &str,
+    ragflow_ms_per_node: f64,
+) {
+    let label = format!("{name} {}", sink_kind.label());
+    for _ in 0..WARMUP {
+        run_once(rt, &label, canvas, sink_kind, expected);
+    }
+    let runs: Vec<Run> = (0..RUNS)
+        .map(|_| run_once(rt, &label, canvas, sink_kind, expected))
+        .collect();
+    let nodes = runs[0].nodes;
+    let events = runs[0].events;
+    if let Some(r) = runs.iter().find(|r| r.nodes != nodes || r.events != events) {
+        panic!(
+            "{label}: runs differ ({nodes} nodes, {events} events vs {} nodes, {} events)",
+            r.nodes, r.events
+        );
+    }
+    assert!(nodes > 0, "{label}: no node_finished events");
+    let wall_ms = median(runs.iter().map(|r| r.wall.as_secs_f64() * 1e3).collect());
+    let us_per_node = median(
+        runs.iter()
+            .map(|r| r.wall.as_secs_f64() * 1e6 / r.nodes as f64)
+            .collect(),
+    );
+    let speedup = ragflow_ms_per_node * 1e3 / us_per_node;
+    println!(
+        "{label:<17} {nodes:>5} nodes  {events:>5} events   median {wall_ms:>7.2} ms   \
+         {us_per_node:>6.2} µs/node   {speedup:>5.0}x faster than RAGFlow \
+         ({ragflow_ms_per_node} ms/node)"
+    );
+}
+
+/// One benchmarked canvas.
+struct Case {
+    /// Report name.
+    name: &'static str,
+    /// Builds the canvas JSON.
+    make: fn() -> Value,
+    /// The final Message content a correct run produces.
+    expected: &'static str,
+    /// RAGFlow's time per node execution on the equivalent canvas.
+    ragflow_ms_per_node: f64,
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; any other argument filters cases by name.
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted = |name: &str| filters.is_empty() || filters.iter().any(|f| name.contains(f));
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let registry = Registry;
+    let compile = |name: &str, v: Value| -> Canvas {
+        let dsl = from_value(v).unwrap_or_else(|e| panic!("{name}: bad DSL: {e}"));
+        Canvas::compile(dsl, &registry).unwrap_or_else(|e| panic!("{name}: cannot compile: {e}"))
+    };
+
+    println!("engine bench: {WARMUP} warm-up + {RUNS} measured runs per line, one turn per run");
+    // RAGFlow figures: ../shared/bench/README.md (perf_a 0.86 ms/node, perf_c 0.52 ms/node).
+    let cases = [
+        Case {
+            name: "chain1000",
+            make: || chain_canvas(1000),
+            expected: "count=1000",
+            ragflow_ms_per_node: 0.86,
+        },
+        Case {
+            name: "loop2000",
+            make: || loop_canvas(2000),
+            expected: "i=2000",
+            ragflow_ms_per_node: 0.52,
+        },
+    ];
+    for case in cases {
+        if !wanted(case.name) {
+            continue;
+        }
+        let canvas = compile(case.name, (case.make)());
+        for sink in [SinkKind::Vec, SinkKind::Json] {
+            bench(
+                &rt,
+                case.name,
+                &canvas,
+                sink,
+                case.expected,
+                case.ragflow_ms_per_node,
+            );
+        }
+    }
+}

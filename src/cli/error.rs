@@ -1,0 +1,62 @@
+//! The one error type the CLI reports: what went wrong, where, a hint, and the exit code.
+
+use std::fmt;
+
+use super::exit;
+
+/// A failure to report on stderr, with its exit code.
+#[derive(Debug)]
+pub struct CliError {
+    /// The one-line message (without the `error: ` prefix).
+    pub message: String,
+    /// A follow-up line telling the user what to do.
+    pub hint: Option<String>,
+    /// The process exit code.
+    pub code: u8,
+    /// Causes, shown with `-v`.
+    pub causes: Vec<String>,
+}
+
+impl CliError {
+    /// An error with an exit code.
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        CliError {
+            message: message.into(),
+            hint: None,
+            code,
+            causes: Vec::new(),
+        }
+    }
+
+    /// Bad invocation or invalid input (exit 2).
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(exit::INVALID, message)
+    }
+
+    /// Add a hint line.
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// Print to stderr: `error: ...`, then `hint: ...`, then causes when verbose.
+    pub fn report(&self, verbose: bool) {
+        eprintln!("error: {}", self.message);
+        if let Some(h) = &self.hint {
+            eprintln!("hint: {h}");
+        }
+        if verbose {
+            for c in &self.causes {
+                eprintln!("caused by: {c}");
+            }
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CliError {}

@@ -1,0 +1,26 @@
+//! ExitLoop: does nothing itself; the scheduler routes to the enclosing Loop's
+//! downstream.
+
+use async_trait::async_trait;
+
+use crate::engine::value::Object;
+use crate::engine::{BuildError, CResult, Component, Kind, NodeCx};
+
+/// Build an ExitLoop.
+pub fn build(_params: &Object) -> Result<Box<dyn Component>, BuildError> {
+    Ok(Box::new(ExitLoop))
+}
+
+/// The ExitLoop component.
+pub struct ExitLoop;
+
+#[async_trait]
+impl Component for ExitLoop {
+    fn kind(&self) -> Kind {
+        Kind::ExitLoop
+    }
+
+    async fn invoke(&self, _cx: &NodeCx<'_>) -> CResult<()> {
+        Ok(())
+    }
+}

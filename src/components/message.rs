@@ -1,0 +1,271 @@
+//! Message: renders one of its content templates, streamed piece by piece after its
+//! batch, or at once through Jinja (`engine.md` §7.2, §3.4 (a) and (d)).
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::engine::refs::RefElement;
+use crate::engine::template::{self, JinjaMode, MergeRef, Piece};
+use crate::engine::value::{Object, py_json};
+use crate::engine::{
+    BuildError, CResult, Chunk, Component, ComponentError, Deferred, Kind, NodeCx,
+};
+
+/// Build a Message; RAGFlow requires non-empty `content` and a boolean `stream`.
+pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
+    let contents: Vec<String> = match params.get("content") {
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| v.as_str().map(String::from).unwrap_or_else(|| py_json(v)))
+            .collect(),
+        Some(Value::String(s)) => vec![s.clone()],
+        _ => Vec::new(),
+    };
+    if contents.is_empty() && params.contains_key("messages") {
+        return Err(BuildError::Params(
+            "it uses the legacy `messages` parameter (RAGFlow renamed it `content`); legacy canvases are not supported yet".into(),
+        ));
+    }
+    if contents.is_empty() {
+        return Err(BuildError::Params(
+            "[Message] content does not support empty value.".into(),
+        ));
+    }
+    let stream = match params.get("stream") {
+        None => true,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(BuildError::Params(format!(
+                "[Message] stream {} not supported, should be bool type",
+                crate::engine::value::py_str(other)
+            )));
+        }
+    };
+    let output_format = params
+        .get("output_format")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(String::from);
+    Ok(Box::new(Message {
+        contents,
+        stream,
+        output_format,
+    }))
+}
+
+/// The Message component.
+pub struct Message {
+    contents: Vec<String>,
+    stream: bool,
+    output_format: Option<String>,
+}
+
+/// The template a streaming Message walks after its batch.
+struct StreamPlan {
+    template: String,
+}
+
+/// RAGFlow's `_stringify_message_value`: download infos move to `downloads` and render
+/// as `""` (or inline JSON when asked); `None` → `""`; other non-strings → JSON.
+pub fn stringify(v: &Value, downloads: &mut Vec<Value>) -> String {
+    let parsed;
+    let candidate = match v {
+        Value::String(s) if s.trim_start().starts_with(['{', '[']) => {
+            parsed = serde_json::from_str::<Value>(s).ok();
+            parsed.as_ref()
+        }
+        Value::Object(_) | Value::Array(_) => Some(v),
+        _ => None,
+    };
+    if let Some(c) = candidate {
+        let infos: Option<Vec<&Value>> = match c {
+            Value::Object(_) if is_download(c) => Some(vec![c]),
+            Value::Array(a) if !a.is_empty() && a.iter().all(is_download) => {
+                Some(a.iter().collect())
+            }
+            _ => None,
+        };
+        if let Some(infos) = infos {
+            let mut inline = Vec::new();
+            for i in infos {
+                downloads.push(i.clone());
+                if i.get("include_download_info_in_content")
+                    .and_then(Value::as_bool)
+                    == Some(true)
+                {
+                    let mut o = i.as_object().cloned().unwrap_or_default();
+                    o.remove("include_download_info_in_content");
+                    inline.push(py_json(&Value::Object(o)));
+                }
+            }
+            return inline.join("\n");
+        }
+    }
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => py_json(other),
+    }
+}
+
+fn is_download(v: &Value) -> bool {
+    v.as_object().is_some_and(|o| {
+        o.contains_key("doc_id") && o.contains_key("filename") && o.contains_key("mime_type")
+    })
+}
+
+impl Message {
+    /// The Jinja path: every reference resolved to text, then rendered.
+    fn render(&self, cx: &NodeCx<'_>, text: &str) -> CResult<String> {
+        let mut downloads = Vec::new();
+        let mut refs = Vec::new();
+        for e in cx.collect_refs(text) {
+            let v = cx.resolve(&e.exp)?;
+            let s = stringify(&v, &mut downloads);
+            cx.set_input(&e.exp, json!(s));
+            refs.push(MergeRef {
+                raw: e.raw,
+                exp: e.exp,
+                text: s,
+            });
+        }
+        cx.set_output("downloads", Value::Array(downloads));
+        Ok(template::merge(text, &refs, JinjaMode::Always))
+    }
+}
+
+#[async_trait]
+impl Component for Message {
+    fn kind(&self) -> Kind {
+        Kind::Message
+    }
+
+    fn default_outputs(&self) -> &'static [&'static str] {
+        &["content", "downloads"]
+    }
+
+    fn text_refs(&self, cx: &NodeCx<'_>) -> Option<Vec<RefElement>> {
+        Some(cx.collect_refs(&self.contents.concat()))
+    }
+
+    async fn invoke(&self, cx: &NodeCx<'_>) -> CResult<()> {
+        if let Some(f) = &self.output_format {
+            return Err(ComponentError::Fatal(format!(
+                "Message output_format {f:?} (a file attachment) is not supported yet in this build of canvas"
+            )));
+        }
+        let text = &self.contents[cx.choose(self.contents.len())];
+        if self.stream && !template::has_jinja(text) {
+            cx.defer(Box::new(StreamPlan {
+                template: text.clone(),
+            }));
+            return Ok(());
+        }
+        let content = self.render(cx, text)?;
+        cx.set_output("content", json!(content));
+        Ok(())
+    }
+
+    async fn drain(
+        &self,
+        cx: &NodeCx<'_>,
+        plan: Deferred,
+        emit: &mut (dyn FnMut(Chunk) + Send),
+    ) -> CResult<()> {
+        let Ok(plan) = plan.downcast::<StreamPlan>() else {
+            return Err(ComponentError::Fatal(
+                "internal error: unexpected stream plan for a Message".into(),
+            ));
+        };
+        let mut downloads = Vec::new();
+        let mut cache: HashMap<String, String> = HashMap::new();
+        for piece in template::stream_pieces(&plan.template) {
+            match piece {
+                Piece::Text(t) => emit(Chunk::Text(t)),
+                Piece::Ref(exp) => {
+                    let s = match cache.get(&exp) {
+                        Some(s) => s.clone(),
+                        None => {
+                            // RAGFlow evaluates the reference here, outside any try: an
+                            // unknown one crashes the run.
+                            let v = cx
+                                .resolve(&exp)
+                                .map_err(|e| ComponentError::Fatal(e.to_string()))?;
+                            let s = stringify(&v, &mut downloads);
+                            cx.set_input(&exp, json!(s));
+                            cache.insert(exp, s.clone());
+                            s
+                        }
+                    };
+                    emit(Chunk::Text(s));
+                }
+            }
+        }
+        cx.set_output("downloads", Value::Array(downloads));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::testkit::Harness;
+
+    fn message(content: &str, stream: bool) -> Harness {
+        let h = Harness::single(
+            "Message:M",
+            "Message",
+            json!({"content": [content], "stream": stream}),
+            json!({"sys.query": "hello"}),
+        );
+        h.set_output("begin", "obj", json!({"a": {"b": [10, 20]}}));
+        h
+    }
+
+    #[test]
+    fn jinja_path_keeps_spaces_and_wraps_double_braces() {
+        // engine.md §9 items 4, 8, 11.
+        let h = message("A {begin@obj} B", false);
+        h.invoke("Message:M").unwrap();
+        assert_eq!(
+            h.output("Message:M", "content"),
+            json!("A {\"a\": {\"b\": [10, 20]}} B")
+        );
+        let h = message("A {{begin@obj}} B", false);
+        h.invoke("Message:M").unwrap();
+        assert_eq!(
+            h.output("Message:M", "content"),
+            json!("A {{\"a\": {\"b\": [10, 20]}}} B")
+        );
+        let h = message("{sys.query}{sys.query}", false);
+        h.invoke("Message:M").unwrap();
+        assert_eq!(h.output("Message:M", "content"), json!("hellohello"));
+        assert_eq!(h.input("Message:M", "sys.query"), json!("hello"));
+    }
+
+    #[test]
+    fn backslashes_in_values_are_literal() {
+        let h = message("v={begin@s}", false);
+        h.set_output("begin", "s", json!("a\\d"));
+        h.invoke("Message:M").unwrap();
+        assert_eq!(h.output("Message:M", "content"), json!("v=a\\d"));
+    }
+
+    #[test]
+    fn downloads_are_moved_out_of_the_text() {
+        let mut d = Vec::new();
+        let info = json!({"doc_id": "1", "filename": "a.pdf", "mime_type": "application/pdf"});
+        assert_eq!(stringify(&info, &mut d), "");
+        assert_eq!(d, vec![info.clone()]);
+        assert_eq!(stringify(&json!(info.to_string()), &mut d), "");
+        assert_eq!(stringify(&json!([1, "x"]), &mut d), "[1, \"x\"]");
+        assert_eq!(stringify(&Value::Null, &mut d), "");
+    }
+
+    #[test]
+    fn empty_content_is_rejected() {
+        assert!(build(&Object::new()).is_err());
+    }
+}

@@ -1,0 +1,22 @@
+//! Components: one file per RAGFlow component behind the `engine::Component` trait, and
+//! `registry.rs`, which maps DSL class names (case-insensitive, with legacy aliases) to
+//! constructors.
+
+mod begin;
+mod data_operations;
+mod exit_loop;
+mod form;
+mod iteration;
+mod iteration_item;
+mod list_operations;
+mod loop_;
+mod loop_item;
+mod message;
+mod registry;
+mod string_transform;
+mod switch;
+mod unsupported;
+mod variable_aggregator;
+mod variable_assigner;
+
+pub use registry::{LEGACY, Registry, SUPPORTED, UNSUPPORTED};

@@ -1,0 +1,255 @@
+//! DSL class names → component constructors. RAGFlow matches class names exactly;
+//! we match them case-insensitively, as its Go port does.
+
+use crate::engine::value::Object;
+use crate::engine::{self, BuildError, Component, Kind};
+
+use super::unsupported::Unsupported;
+use super::{
+    begin, data_operations, exit_loop, iteration, iteration_item, list_operations, loop_,
+    loop_item, message, string_transform, switch, variable_aggregator, variable_assigner,
+};
+
+type Builder = fn(&Object) -> Result<Box<dyn Component>, BuildError>;
+
+/// Components this build runs: (DSL name, constructor).
+pub const SUPPORTED: &[(&str, Builder)] = &[
+    ("Begin", begin::build),
+    ("Message", message::build),
+    ("Switch", switch::build),
+    ("Iteration", iteration::build),
+    ("IterationItem", iteration_item::build),
+    ("Loop", loop_::build),
+    ("LoopItem", loop_item::build),
+    ("ExitLoop", exit_loop::build),
+    ("VariableAssigner", variable_assigner::build),
+    ("VariableAggregator", variable_aggregator::build),
+    ("DataOperations", data_operations::build),
+    ("ListOperations", list_operations::build),
+    ("StringTransform", string_transform::build),
+];
+
+/// RAGFlow components this build recognises but cannot run yet: (name, routing kind,
+/// what is missing).
+pub const UNSUPPORTED: &[(&str, Kind, &str)] = &[
+    (
+        "UserFillUp",
+        Kind::UserFillUp,
+        "forms (UserFillUp) are not supported yet",
+    ),
+    (
+        "Fillup",
+        Kind::UserFillUp,
+        "forms (UserFillUp) are not supported yet",
+    ),
+    (
+        "LLM",
+        Kind::Generic,
+        "model calls (LLM) are not supported yet",
+    ),
+    (
+        "Agent",
+        Kind::Generic,
+        "model calls (Agent) are not supported yet",
+    ),
+    (
+        "Categorize",
+        Kind::Categorize,
+        "model calls (Categorize) are not supported yet",
+    ),
+    ("Retrieval", Kind::Generic, "Retrieval is not supported yet"),
+    ("CodeExec", Kind::Generic, "CodeExec is not supported yet"),
+    ("ExeSQL", Kind::Generic, "ExeSQL is not supported yet"),
+    (
+        "Invoke",
+        Kind::Generic,
+        "Invoke (HTTP requests) is not supported yet",
+    ),
+    (
+        "DocGenerator",
+        Kind::Generic,
+        "DocGenerator is not supported yet",
+    ),
+    (
+        "ExcelProcessor",
+        Kind::Generic,
+        "ExcelProcessor is not supported yet",
+    ),
+    (
+        "Browser",
+        Kind::Generic,
+        "Browser is not supported in this build",
+    ),
+    (
+        "TavilySearch",
+        Kind::Generic,
+        "the TavilySearch tool is not supported yet",
+    ),
+    (
+        "TavilyExtract",
+        Kind::Generic,
+        "the TavilyExtract tool is not supported yet",
+    ),
+    (
+        "DuckDuckGo",
+        Kind::Generic,
+        "the DuckDuckGo tool is not supported yet",
+    ),
+    (
+        "Wikipedia",
+        Kind::Generic,
+        "the Wikipedia tool is not supported yet",
+    ),
+    (
+        "ArXiv",
+        Kind::Generic,
+        "the ArXiv tool is not supported yet",
+    ),
+    (
+        "PubMed",
+        Kind::Generic,
+        "the PubMed tool is not supported yet",
+    ),
+    (
+        "GitHub",
+        Kind::Generic,
+        "the GitHub tool is not supported yet",
+    ),
+    (
+        "Google",
+        Kind::Generic,
+        "the Google tool is not supported yet",
+    ),
+    (
+        "GoogleScholar",
+        Kind::Generic,
+        "the GoogleScholar tool is not supported yet",
+    ),
+    (
+        "SearXNG",
+        Kind::Generic,
+        "the SearXNG tool is not supported yet",
+    ),
+    (
+        "Crawler",
+        Kind::Generic,
+        "the Crawler tool is not supported yet",
+    ),
+    (
+        "Email",
+        Kind::Generic,
+        "the Email tool is not supported yet",
+    ),
+    (
+        "DeepL",
+        Kind::Generic,
+        "the DeepL tool is not supported yet",
+    ),
+    (
+        "QWeather",
+        Kind::Generic,
+        "the QWeather tool is not supported yet",
+    ),
+    (
+        "AkShare",
+        Kind::Generic,
+        "the AkShare tool is not supported yet",
+    ),
+    (
+        "YahooFinance",
+        Kind::Generic,
+        "the YahooFinance tool is not supported yet",
+    ),
+    (
+        "WenCai",
+        Kind::Generic,
+        "the WenCai tool is not supported yet",
+    ),
+    (
+        "KeenableSearch",
+        Kind::Generic,
+        "the KeenableSearch tool is not supported yet",
+    ),
+    (
+        "QueritSearch",
+        Kind::Generic,
+        "the QueritSearch tool is not supported yet",
+    ),
+    (
+        "QueritContents",
+        Kind::Generic,
+        "the QueritContents tool is not supported yet",
+    ),
+    ("BGPT", Kind::Generic, "the BGPT tool is not supported yet"),
+];
+
+/// Legacy classes of RAGFlow's older DSL: (name, what became of it).
+pub const LEGACY: &[(&str, &str)] = &[
+    (
+        "Generate",
+        "Generate is a legacy component (RAGFlow's LLM replaced it)",
+    ),
+    (
+        "Answer",
+        "Answer is a legacy component (RAGFlow's Message and UserFillUp replaced it)",
+    ),
+    (
+        "TuShare",
+        "TuShare is a legacy component that RAGFlow itself can no longer run",
+    ),
+    (
+        "Jin10",
+        "Jin10 is a legacy component that RAGFlow itself can no longer run",
+    ),
+];
+
+/// The component registry used by `canvas run`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Registry;
+
+impl engine::Registry for Registry {
+    fn build(&self, name: &str, params: &Object) -> Result<Box<dyn Component>, BuildError> {
+        if let Some((_, b)) = SUPPORTED.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            return b(params);
+        }
+        if let Some((n, kind, why)) = UNSUPPORTED
+            .iter()
+            .find(|(n, _, _)| n.eq_ignore_ascii_case(name))
+        {
+            return Ok(Box::new(Unsupported {
+                name: n,
+                kind: *kind,
+                why,
+            }));
+        }
+        Err(BuildError::Unknown(name.to_string()))
+    }
+
+    fn legacy(&self, name: &str) -> Option<&'static str> {
+        LEGACY
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, why)| *why)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Registry as _;
+
+    #[test]
+    fn names_are_case_insensitive_and_unknown_names_fail() {
+        let r = Registry;
+        assert!(r.build("begin", &Object::new()).is_ok());
+        assert!(r.build("EXITLOOP", &Object::new()).is_ok());
+        assert!(matches!(
+            r.build("Nope", &Object::new()),
+            Err(BuildError::Unknown(_))
+        ));
+        assert_eq!(
+            r.build("categorize", &Object::new()).unwrap().kind(),
+            Kind::Categorize
+        );
+    }
+}

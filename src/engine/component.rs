@@ -1,0 +1,281 @@
+//! The `Component` trait every node implements, and `NodeCx`, the window a running
+//! component has onto the run (references, outputs, its parameters, the run's inputs).
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use rand::Rng;
+use rand::rngs::StdRng;
+use serde_json::Value;
+
+use super::compile::{Canvas, Node};
+use super::refs::{self, RefElement, RefError};
+use super::state::RunState;
+use super::template;
+use super::value::Object;
+
+/// How the scheduler treats a component (RAGFlow compares lower-cased class names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `begin`: receives the run's inputs, never pauses.
+    Begin,
+    /// `userfillup`: pauses the run for a form.
+    UserFillUp,
+    /// `message`: its content is streamed after the batch.
+    Message,
+    /// `switch`: routes through its `_next` output.
+    Switch,
+    /// `categorize`: routes through its `_next` output.
+    Categorize,
+    /// `iteration`: enters its IterationItem, finishes when the item ends.
+    Iteration,
+    /// `iterationitem`: one pass of an Iteration.
+    IterationItem,
+    /// `loop`: enters its LoopItem, finishes when the item ends.
+    Loop,
+    /// `loopitem`: one pass of a Loop.
+    LoopItem,
+    /// `exitloop`: leaves the enclosing Loop.
+    ExitLoop,
+    /// Every other component.
+    Generic,
+}
+
+/// Why a component's invocation did not succeed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ComponentError {
+    /// An exception RAGFlow catches: the text becomes the `_ERROR` output.
+    #[error("{0}")]
+    Failed(String),
+    /// Something RAGFlow would crash on (or we cannot run): the turn stops cleanly.
+    #[error("{0}")]
+    Fatal(String),
+}
+
+impl From<RefError> for ComponentError {
+    fn from(e: RefError) -> Self {
+        ComponentError::Failed(e.py_message())
+    }
+}
+
+/// Shorthand for component results.
+pub type CResult<T> = Result<T, ComponentError>;
+
+/// A streamed piece a draining Message emits.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Chunk {
+    /// Text shown to the user.
+    Text(String),
+    /// `<think>` marker.
+    StartThink,
+    /// `</think>` marker.
+    EndThink,
+}
+
+/// A stream plan a component left to be drained after its batch (RAGFlow's generator).
+pub type Deferred = Box<dyn Any + Send>;
+
+/// One node type. Implementations live in `components/`, one file each.
+#[async_trait]
+pub trait Component: Send + Sync {
+    /// How the scheduler routes this component.
+    fn kind(&self) -> Kind {
+        Kind::Generic
+    }
+
+    /// Output names declared by default (RAGFlow's `outputs` param default).
+    fn default_outputs(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The progress text shown in `node_started`.
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
+        String::new()
+    }
+
+    /// References used in the component's texts (`get_input_elements`), when its inputs
+    /// are text references rather than declared `inputs`. They drive the
+    /// missing-upstream rule and the keys of `node_finished.inputs`.
+    fn text_refs(&self, _cx: &NodeCx<'_>) -> Option<Vec<RefElement>> {
+        None
+    }
+
+    /// Run the component.
+    async fn invoke(&self, cx: &NodeCx<'_>) -> CResult<()>;
+
+    /// Drain a deferred stream after the batch (Message only), emitting chunks in order.
+    async fn drain(
+        &self,
+        _cx: &NodeCx<'_>,
+        _plan: Deferred,
+        _emit: &mut (dyn FnMut(Chunk) + Send),
+    ) -> CResult<()> {
+        Ok(())
+    }
+
+    /// For IterationItem/LoopItem: whether the enclosing Iteration/Loop is done.
+    fn end(&self, _cx: &NodeCx<'_>) -> CResult<bool> {
+        Ok(false)
+    }
+}
+
+/// Per-turn facts every component can read.
+pub struct RunContext {
+    /// The run id (the events' `task_id`).
+    pub run_id: String,
+    /// The run's `inputs` kwarg in RAGFlow's API shape (`{key: {value, type?}}`).
+    pub inputs: Object,
+    /// Random choices (Message alternatives); seeded by `--seed`.
+    pub rng: Mutex<StdRng>,
+}
+
+/// State shared by the components of a running batch.
+pub struct Shared {
+    /// The run state; locked briefly, never across an await.
+    pub state: Mutex<RunState>,
+    /// Streams left to drain, by component id.
+    pub deferred: Mutex<HashMap<String, Deferred>>,
+}
+
+/// Lock a mutex, recovering the data if a panicking thread poisoned it.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What a component sees while it runs.
+pub struct NodeCx<'a> {
+    pub(crate) canvas: &'a Canvas,
+    pub(crate) node: &'a Node,
+    pub(crate) shared: &'a Shared,
+    pub(crate) run: &'a RunContext,
+    pub(crate) kwargs: Object,
+}
+
+impl<'a> NodeCx<'a> {
+    /// This component's id.
+    pub fn id(&self) -> &str {
+        &self.node.id
+    }
+
+    /// This component's parameters as written in the DSL.
+    pub fn params(&self) -> &Object {
+        &self.node.params
+    }
+
+    /// One parameter, `None` when absent.
+    pub fn param(&self, name: &str) -> Option<&Value> {
+        self.node.params.get(name)
+    }
+
+    /// A string parameter, or `default` when absent or not a string.
+    pub fn param_str<'b>(&'b self, name: &str, default: &'b str) -> &'b str {
+        self.param(name).and_then(Value::as_str).unwrap_or(default)
+    }
+
+    /// Arguments the scheduler resolved from declared `inputs` (RAGFlow's kwargs).
+    pub fn kwargs(&self) -> &Object {
+        &self.kwargs
+    }
+
+    /// The run's `inputs` (API shape).
+    pub fn run_inputs(&self) -> &Object {
+        &self.run.inputs
+    }
+
+    /// The compiled canvas.
+    pub fn canvas(&self) -> &Canvas {
+        self.canvas
+    }
+
+    /// The compiled node.
+    pub fn node(&self) -> &Node {
+        self.node
+    }
+
+    /// Run a closure with the locked run state.
+    pub fn with_state<R>(&self, f: impl FnOnce(&mut RunState) -> R) -> R {
+        f(&mut lock(&self.shared.state))
+    }
+
+    /// RAGFlow's `get_variable_value`.
+    pub fn resolve(&self, exp: &str) -> Result<Value, RefError> {
+        refs::resolve(&lock(&self.shared.state), exp)
+    }
+
+    /// RAGFlow's `set_variable_value`.
+    pub fn assign(&self, exp: &str, v: Value) -> Result<(), RefError> {
+        refs::assign(&mut lock(&self.shared.state), exp, v)
+    }
+
+    /// RAGFlow's `is_reff` (fixed; see `refs::is_ref`).
+    pub fn is_ref(&self, exp: &str) -> bool {
+        refs::is_ref(&lock(&self.shared.state), exp)
+    }
+
+    /// Routine (b): `get_value_with_variable`.
+    pub fn value_with_variable(&self, text: &str) -> Result<String, RefError> {
+        template::value_with_variable(&lock(&self.shared.state), text)
+    }
+
+    /// References of a text, Iteration aliases resolved for this component.
+    pub fn collect_refs(&self, text: &str) -> Vec<RefElement> {
+        self.canvas.collect_refs(&self.node.id, text)
+    }
+
+    /// This component's output `name` (`""` when undeclared).
+    pub fn output(&self, name: &str) -> Value {
+        lock(&self.shared.state).output(&self.node.id, name)
+    }
+
+    /// Set one of this component's outputs.
+    pub fn set_output(&self, name: &str, v: Value) {
+        lock(&self.shared.state).set_output(&self.node.id, name, v);
+    }
+
+    /// Record an input value (shown in `node_finished.inputs`).
+    pub fn set_input(&self, name: &str, v: Value) {
+        let mut st = lock(&self.shared.state);
+        st.nodes
+            .entry(self.node.id.clone())
+            .or_default()
+            .inputs
+            .insert(name.to_string(), v);
+    }
+
+    /// The enclosing Iteration/Loop, if any.
+    pub fn parent(&self) -> Option<&'a Node> {
+        self.node
+            .parent_id
+            .as_deref()
+            .and_then(|p| self.canvas.node(p))
+    }
+
+    /// A pass counter (IterationItem/LoopItem `_idx`).
+    pub fn counter(&self, id: &str) -> i64 {
+        lock(&self.shared.state)
+            .counters
+            .get(id)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Set a pass counter.
+    pub fn set_counter(&self, id: &str, v: i64) {
+        lock(&self.shared.state).counters.insert(id.to_string(), v);
+    }
+
+    /// Leave a stream plan to be drained after the batch.
+    pub fn defer(&self, plan: Deferred) {
+        lock(&self.shared.deferred).insert(self.node.id.clone(), plan);
+    }
+
+    /// Pick an index in `0..n` (Message alternatives).
+    pub fn choose(&self, n: usize) -> usize {
+        if n <= 1 {
+            return 0;
+        }
+        lock(&self.run.rng).random_range(0..n)
+    }
+}

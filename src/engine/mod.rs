@@ -1,0 +1,21 @@
+//! Running a canvas: compile (component instances from a registry), the scheduler
+//! (RAGFlow's path algorithm), run state, references and templates, events.
+//!
+//! The engine knows the `Component` trait, never a concrete component.
+
+pub mod compile;
+pub mod component;
+pub mod events;
+pub mod refs;
+pub mod scheduler;
+pub mod state;
+pub mod template;
+#[cfg(test)]
+pub mod testkit;
+pub mod value;
+
+pub use compile::{BuildError, Canvas, CompileError, Node, Registry};
+pub use component::{CResult, Chunk, Component, ComponentError, Deferred, Kind, NodeCx};
+pub use events::{Event, EventKind, EventSink, VecSink};
+pub use scheduler::{Outcome, RunConfig, RunError, run_turn};
+pub use state::RunState;

@@ -1,0 +1,38 @@
+//! Output: renderers turn events into text, JSON lines or SSE frames. They write to any
+//! `io::Write`, so tests render into a buffer. They never decide control flow.
+
+mod jsonl;
+mod sse;
+mod text;
+
+use std::io;
+
+use crate::engine::Event;
+
+pub use jsonl::JsonlRenderer;
+pub use sse::SseRenderer;
+pub use text::{TextOptions, TextRenderer};
+
+/// How a turn ended, for the closing lines of a renderer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEnd {
+    /// `workflow_finished` was emitted.
+    Finished,
+    /// An unhandled component error stopped the turn.
+    Failed {
+        /// The failing component.
+        component_id: String,
+        /// Its error.
+        error: String,
+    },
+    /// The run crashed where RAGFlow crashes (or hit something unsupported).
+    Crashed,
+}
+
+/// Turns events into output.
+pub trait Renderer: Send {
+    /// Render one event.
+    fn event(&mut self, ev: &Event) -> io::Result<()>;
+    /// Write whatever closes the stream.
+    fn finish(&mut self, end: &RunEnd) -> io::Result<()>;
+}

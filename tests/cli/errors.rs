@@ -1,0 +1,141 @@
+//! Bad input: a one-line error naming the file (and component), the documented exit
+//! code, never a panic.
+
+use std::path::Path;
+
+use crate::util::canvas;
+
+/// Run `canvas run FILE` and return (exit code, stderr).
+fn run_file(name: &str, text: &str) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join(name);
+    std::fs::write(&f, text).unwrap();
+    run_path(&f)
+}
+
+fn run_path(f: &Path) -> (Option<i32>, String) {
+    let out = canvas()
+        .args(["run", "--format", "jsonl"])
+        .arg(f)
+        .output()
+        .unwrap();
+    (out.status.code(), String::from_utf8(out.stderr).unwrap())
+}
+
+fn assert_one_line(stderr: &str, needles: &[&str]) {
+    let lines: Vec<_> = stderr.lines().filter(|l| !l.starts_with("hint:")).collect();
+    assert_eq!(lines.len(), 1, "one error line expected: {stderr:?}");
+    assert!(lines[0].starts_with("error: "), "{stderr:?}");
+    for n in needles {
+        assert!(lines[0].contains(n), "{n:?} missing from {stderr:?}");
+    }
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+const MSG: &str = r#""Message:M": {"obj": {"component_name": "Message", "params": {"content": ["hi"]}}, "downstream": []}"#;
+
+#[test]
+fn malformed_json_names_file_and_line() {
+    let (code, err) = run_file("bad.json", "{\n  \"components\": {,\n}");
+    assert_eq!(code, Some(2));
+    assert_one_line(&err, &["bad.json", "line 2"]);
+}
+
+#[test]
+fn malformed_yaml() {
+    let (code, err) = run_file("bad.yaml", "components:\n  begin: [\n");
+    assert_eq!(code, Some(2));
+    assert_one_line(&err, &["bad.yaml", "YAML"]);
+}
+
+#[test]
+fn missing_begin() {
+    let (code, err) = run_file("nobegin.json", &format!(r#"{{"components": {{{MSG}}}}}"#));
+    assert_eq!(code, Some(2));
+    assert_one_line(&err, &["nobegin.json", "begin"]);
+}
+
+#[test]
+fn begin_with_another_id() {
+    let text = format!(
+        r#"{{"components": {{"Begin:X": {{"obj": {{"component_name": "Begin", "params": {{}}}}, "downstream": ["Message:M"]}}, {MSG}}}}}"#
+    );
+    let (code, err) = run_file("otherbegin.json", &text);
+    assert_eq!(code, Some(2));
+    assert_one_line(&err, &["Begin:X"]);
+}
+
+#[test]
+fn dangling_downstream() {
+    let text = format!(
+        r#"{{"components": {{"begin": {{"obj": {{"component_name": "Begin", "params": {{}}}}, "downstream": ["Message:Nope"]}}, {MSG}}}}}"#
+    );
+    let (code, err) = run_file("dangling.json", &text);
+    assert_eq!(code, Some(2));
+    assert_one_line(&err, &["dangling.json", "\"begin\"", "Message:Nope"]);
+}
+
+#[test]
+fn unknown_component() {
+    let text = r#"{"components": {"begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Frobnicate:1"]},
+        "Frobnicate:1": {"obj": {"component_name": "Frobnicate", "params": {}}, "downstream": []}}}"#;
+    let (code, err) = run_file("unknown.json", text);
+    assert_eq!(code, Some(2));
+    assert_one_line(&err, &["unknown.json", "Frobnicate:1", "Frobnicate"]);
+}
+
+#[test]
+fn unsupported_component_stops_the_run_cleanly() {
+    let text = r#"{"components": {"begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Agent:A"]},
+        "Agent:A": {"obj": {"component_name": "Agent", "params": {}}, "downstream": []}}}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("agent.json");
+    std::fs::write(&f, text).unwrap();
+    let out = canvas()
+        .args(["run", "--format", "jsonl"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_one_line(&err, &["agent.json", "Agent:A", "not supported yet"]);
+    // The events up to that point were emitted.
+    let evs = crate::util::events(&out.stdout);
+    assert_eq!(evs.last().unwrap()["event"], "node_started");
+}
+
+#[test]
+fn unresolved_reference_is_a_clean_failure() {
+    let text = r#"{"components": {"begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Message:M"]},
+        "Message:M": {"obj": {"component_name": "Message", "params": {"content": ["x {env.nope} y"]}}, "downstream": []}}}"#;
+    let (code, err) = run_file("ref.json", text);
+    assert_eq!(code, Some(1));
+    assert_one_line(&err, &["ref.json", "Message:M", "env.nope"]);
+}
+
+#[test]
+fn missing_file_and_bad_inputs() {
+    let (code, err) = run_path(Path::new("/nonexistent/flow.json"));
+    assert_eq!(code, Some(2));
+    assert_one_line(&err, &["/nonexistent/flow.json"]);
+    let out = canvas()
+        .args(["run", "-i", "novalue", "--format", "jsonl"])
+        .arg(crate::util::canvases().join("hello.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_one_line(&String::from_utf8(out.stderr).unwrap(), &["KEY=VALUE"]);
+}
+
+#[test]
+fn not_a_canvas_and_graph_only() {
+    let (code, err) = run_file("list.json", "[1, 2]");
+    assert_eq!(code, Some(2));
+    assert_one_line(&err, &["not a canvas"]);
+    let (code, err) = run_file(
+        "graph.json",
+        r#"{"graph": {"nodes": [], "edges": []}, "globals": {}}"#,
+    );
+    assert_eq!(code, Some(2));
+    assert_one_line(&err, &["graph-only"]);
+}

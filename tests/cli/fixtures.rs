@@ -1,0 +1,65 @@
+//! Every canvas RAGFlow exported (`../shared/fixtures/ragflow`) either runs or stops with
+//! a one-line error saying what is not supported yet — never a panic.
+
+use crate::util::{canvas, shared_dir};
+
+#[test]
+fn every_fixture_runs_or_fails_cleanly() {
+    let Some(shared) = shared_dir() else { return };
+    let mut files: Vec<_> = walk(&shared.join("fixtures/ragflow"));
+    files.sort();
+    assert!(
+        files.len() >= 13,
+        "expected the RAGFlow fixtures, found {}",
+        files.len()
+    );
+    for f in files {
+        let out = canvas()
+            .args([
+                "run",
+                "--format",
+                "jsonl",
+                "--non-interactive",
+                "-q",
+                "hello",
+            ])
+            .arg(&f)
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let code = out.status.code();
+        assert!(!err.contains("panicked"), "{}: panic: {err}", f.display());
+        match code {
+            Some(0) => {}
+            Some(1 | 2) => {
+                let lines: Vec<_> = err.lines().filter(|l| !l.starts_with("hint:")).collect();
+                assert_eq!(
+                    lines.len(),
+                    1,
+                    "{}: one error line expected, got {err:?}",
+                    f.display()
+                );
+                assert!(
+                    lines[0].contains("not supported") || lines[0].contains("legacy"),
+                    "{}: the error must say what is not supported: {err:?}",
+                    f.display()
+                );
+            }
+            other => panic!("{}: unexpected exit {other:?}: {err}", f.display()),
+        }
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else if p.extension().is_some_and(|x| x == "json") {
+            out.push(p);
+        }
+    }
+    out
+}

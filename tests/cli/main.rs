@@ -1,0 +1,7 @@
+//! Integration tests: the real `canvas` binary, driven like a user drives it.
+
+mod conformance;
+mod errors;
+mod fixtures;
+mod run;
+mod util;

@@ -1,0 +1,194 @@
+//! `canvas run`: formats, inputs, stdin, YAML.
+
+use serde_json::json;
+
+use crate::util::{canvas, canvases, events, trace};
+
+#[test]
+fn hello_canvas_streams_ragflow_events() {
+    let out = canvas()
+        .args(["run", "--format", "jsonl", "-q", "hello there"])
+        .arg(canvases().join("hello.json"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let evs = events(&out.stdout);
+    assert_eq!(
+        trace(&evs),
+        [
+            "workflow_started",
+            "node_started begin",
+            "node_finished begin",
+            "node_started Switch:Greeting",
+            "node_finished Switch:Greeting",
+            "node_started Message:Hello",
+            "message",
+            "message",
+            "message",
+            "message_end",
+            "node_finished Message:Hello",
+            "workflow_finished",
+        ]
+    );
+    // The streamed pieces: spaces around the reference are eaten, as RAGFlow does.
+    let pieces: Vec<_> = evs
+        .iter()
+        .filter(|e| e["event"] == "message")
+        .map(|e| e["data"]["content"].clone())
+        .collect();
+    assert_eq!(
+        pieces,
+        [
+            json!("Hello to you too! This is turn"),
+            json!("1"),
+            json!(".")
+        ]
+    );
+    let run_id = evs[0]["task_id"].as_str().unwrap();
+    assert_eq!(run_id.len(), 26, "a ULID run id");
+    assert!(
+        evs.iter()
+            .all(|e| e["task_id"] == run_id && e["message_id"] == evs[0]["message_id"])
+    );
+    assert_eq!(
+        evs.last().unwrap()["data"]["outputs"]["content"],
+        "Hello to you too! This is turn1."
+    );
+}
+
+#[test]
+fn sse_frames_end_with_done() {
+    let out = canvas()
+        .args(["run", "--format", "sse", "-q", "x"])
+        .arg(canvases().join("hello.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.starts_with("data:{\"event\":\"workflow_started\""), "{s}");
+    assert!(s.ends_with("data:[DONE]\n\n"), "{s}");
+    assert_eq!(s.matches("\n\n").count(), s.matches("data:").count());
+}
+
+#[test]
+fn stdin_and_text_output() {
+    let text = std::fs::read_to_string(canvases().join("hello.json")).unwrap();
+    let out = canvas()
+        .args(["run", "-", "-q", "ping", "--format", "text"])
+        .write_stdin(text)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.starts_with("✓ begin (Begin)"), "{s}");
+    assert!(
+        s.contains("\nYou said:ping\n✓ Message:Echo (Message)"),
+        "{s}"
+    );
+    assert!(s.contains("finished in"), "{s}");
+}
+
+#[test]
+fn yaml_canvas_with_typed_begin_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("flow.yaml");
+    std::fs::write(
+        &f,
+        r#"
+components:
+  begin:
+    obj:
+      component_name: Begin
+      params:
+        mode: task
+        inputs:
+          name: {name: Name, type: line}
+          age: {name: Age, type: integer}
+    downstream: ["Message:Out"]
+  "Message:Out":
+    obj: {component_name: Message, params: {content: ["{begin@name} is {begin@age} ({sys.query})"]}}
+    downstream: []
+"#,
+    )
+    .unwrap();
+    let out = canvas()
+        .args(["run", "-i", "name=Ada", "-i", "age=36", "--format", "jsonl"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let evs = events(&out.stdout);
+    assert_eq!(
+        evs[0]["data"]["inputs"],
+        json!({"name": {"value": "Ada", "type": "line"}, "age": {"value": 36, "type": "integer"}})
+    );
+    let begin = evs
+        .iter()
+        .find(|e| e["event"] == "node_finished" && e["data"]["component_id"] == "begin")
+        .unwrap();
+    assert_eq!(begin["data"]["outputs"]["age"], 36);
+    assert_eq!(
+        evs.last().unwrap()["data"]["outputs"]["content"],
+        "Adais36()"
+    );
+}
+
+#[test]
+fn yaml_example_runs_iteration_and_loop() {
+    let out = canvas()
+        .args(["run", "--format", "jsonl", "-q", "red,green,blue"])
+        .arg(canvases().join("word-stats.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let evs = events(&out.stdout);
+    assert_eq!(
+        evs.last().unwrap()["data"]["outputs"]["content"],
+        "words: [\"RED!\", \"GREEN!\", \"BLUE!\"] (loop ran 3 times)"
+    );
+}
+
+#[test]
+fn inputs_file_in_api_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("in.json");
+    std::fs::write(&f, r#"{"x": {"type": "object", "value": "{\"a\": 1}"}}"#).unwrap();
+    let flow = dir.path().join("flow.json");
+    std::fs::write(
+        &flow,
+        r#"{"components": {"begin": {"obj": {"component_name": "Begin", "params": {"inputs": {"x": {"type": "object"}}}}, "downstream": ["Message:M"]},
+            "Message:M": {"obj": {"component_name": "Message", "params": {"content": ["a={begin@x.a}"]}}, "downstream": []}}}"#,
+    )
+    .unwrap();
+    let out = canvas()
+        .args(["run", "--format", "jsonl", "--inputs"])
+        .arg(&f)
+        .arg(&flow)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        events(&out.stdout).last().unwrap()["data"]["outputs"]["content"],
+        "a=1"
+    );
+}
