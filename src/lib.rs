@@ -10,4 +10,5 @@ pub mod cli;
 pub mod components;
 pub mod dsl;
 pub mod engine;
+pub mod store;
 pub mod ui;

@@ -4,7 +4,9 @@
 mod error;
 pub mod exit;
 mod inputs;
+mod resume;
 mod run;
+mod session;
 
 use std::process::ExitCode;
 
@@ -28,6 +30,10 @@ pub enum Command {
     ///
     /// Example: canvas run flow.json -q "hello" --format jsonl
     Run(run::RunArgs),
+    /// Answer the form a run waits on, or send the next turn (`-q`) of a finished run.
+    ///
+    /// Example: canvas resume 01JABC -i name=Ada
+    Resume(resume::ResumeArgs),
 }
 
 /// Parse the command line, run, and map the result to an exit code.
@@ -50,7 +56,8 @@ pub fn main() -> ExitCode {
 /// Run a parsed command line (callable more than once: no global state).
 pub fn run_cli(cli: Cli) -> ExitCode {
     let (verbose, res) = match cli.command {
-        Command::Run(args) => (args.verbose, run::exec(args)),
+        Command::Run(args) => (args.turn.verbose, run::exec(args)),
+        Command::Resume(args) => (args.turn.verbose, resume::exec(args)),
     };
     match res {
         Ok(code) => exit::code(code),

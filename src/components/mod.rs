@@ -16,6 +16,7 @@ mod registry;
 mod string_transform;
 mod switch;
 mod unsupported;
+mod user_fill_up;
 mod variable_aggregator;
 mod variable_assigner;
 

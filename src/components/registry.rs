@@ -7,7 +7,8 @@ use crate::engine::{self, BuildError, Component, Kind};
 use super::unsupported::Unsupported;
 use super::{
     begin, data_operations, exit_loop, iteration, iteration_item, list_operations, loop_,
-    loop_item, message, string_transform, switch, variable_aggregator, variable_assigner,
+    loop_item, message, string_transform, switch, user_fill_up, variable_aggregator,
+    variable_assigner,
 };
 
 type Builder = fn(&Object) -> Result<Box<dyn Component>, BuildError>;
@@ -27,21 +28,14 @@ pub const SUPPORTED: &[(&str, Builder)] = &[
     ("DataOperations", data_operations::build),
     ("ListOperations", list_operations::build),
     ("StringTransform", string_transform::build),
+    ("UserFillUp", user_fill_up::build),
+    // RAGFlow's older name for UserFillUp.
+    ("Fillup", user_fill_up::build),
 ];
 
 /// RAGFlow components this build recognises but cannot run yet: (name, routing kind,
 /// what is missing).
 pub const UNSUPPORTED: &[(&str, Kind, &str)] = &[
-    (
-        "UserFillUp",
-        Kind::UserFillUp,
-        "forms (UserFillUp) are not supported yet",
-    ),
-    (
-        "Fillup",
-        Kind::UserFillUp,
-        "forms (UserFillUp) are not supported yet",
-    ),
     (
         "LLM",
         Kind::Generic,

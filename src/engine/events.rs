@@ -149,6 +149,12 @@ impl EventKind {
 pub trait EventSink: Send {
     /// Take one event.
     fn emit(&mut self, ev: &Event) -> std::io::Result<()>;
+
+    /// The state after a component finished (its `node_finished` was just emitted):
+    /// a durable sink commits it with the events so far.
+    fn checkpoint(&mut self, _state: &super::state::RunState) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A sink that keeps events in memory (tests, benchmarks).

@@ -6,6 +6,7 @@
 pub mod compile;
 pub mod component;
 pub mod events;
+pub mod forms;
 pub mod refs;
 pub mod scheduler;
 pub mod state;

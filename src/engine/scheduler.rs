@@ -34,6 +34,8 @@ pub struct RunConfig {
     pub max_parallel: usize,
     /// Seed for random choices (Message alternatives).
     pub seed: Option<u64>,
+    /// This turn answers the form the run is waiting on (RAGFlow's resume).
+    pub resume: bool,
 }
 
 impl Default for RunConfig {
@@ -45,6 +47,7 @@ impl Default for RunConfig {
             user_id: None,
             max_parallel: DEFAULT_MAX_PARALLEL,
             seed: None,
+            resume: false,
         }
     }
 }
@@ -59,6 +62,11 @@ pub enum Outcome {
     Finished {
         /// Outputs of the last component of the path.
         outputs: Value,
+    },
+    /// The run waits for a form (`user_inputs` was the last event).
+    Waiting {
+        /// The `user_inputs` payload: `{"inputs": {field: definition}, "tips": text}`.
+        form: Value,
     },
     /// A component error no exception route handled stopped the turn.
     Failed {
@@ -108,6 +116,10 @@ struct Emitter<'s> {
 }
 
 impl Emitter<'_> {
+    fn checkpoint(&mut self, shared: &Shared) -> std::io::Result<()> {
+        self.sink.checkpoint(&lock(&shared.state))
+    }
+
     fn emit(&mut self, kind: EventKind) -> std::io::Result<()> {
         let ev = Event {
             kind,
@@ -191,13 +203,21 @@ impl<'a> Turn<'a> {
     async fn run(&mut self, em: &mut Emitter<'_>) -> Result<Outcome, RunError> {
         let started = now_f64();
         self.start();
-        em.emit(EventKind::WorkflowStarted {
-            inputs: Value::Object(self.cfg.inputs.clone()),
-        })?;
+        if !self.cfg.resume {
+            em.emit(EventKind::WorkflowStarted {
+                inputs: Value::Object(self.cfg.inputs.clone()),
+            })?;
+        }
         let mut idx = {
             let mut st = lock(&self.shared.state);
             st.retrieval.push(json!({"chunks": {}, "doc_aggs": {}}));
-            st.path.len() - 1
+            // A resumed turn's first batch is the whole saved path (the pending forms
+            // and the siblings appended with them).
+            if self.cfg.resume {
+                0
+            } else {
+                st.path.len() - 1
+            }
         };
         loop {
             let to = lock(&self.shared.state).path.len();
@@ -227,6 +247,9 @@ impl<'a> Turn<'a> {
                 break;
             }
             idx = to;
+            if let Some(form) = self.pause_check(idx, em).await? {
+                return Ok(Outcome::Waiting { form });
+            }
         }
         self.finish(idx, started, em)
     }
@@ -274,8 +297,101 @@ impl<'a> Turn<'a> {
             json!(n as i64 + 1)
         };
         st.globals.insert("sys.conversation_turns".into(), next);
-        st.path.push("begin".into());
-        st.retrieval.push(json!({"chunks": [], "doc_aggs": []}));
+        if !self.cfg.resume {
+            st.path.push("begin".into());
+            st.retrieval.push(json!({"chunks": [], "doc_aggs": []}));
+        }
+    }
+
+    /// RAGFlow's pause (`engine.md` §6.1): when forms were appended, ask each one
+    /// (without answers) and, if any field is unanswered, replace the path with the
+    /// pending forms and their siblings and emit `user_inputs`.
+    async fn pause_check(
+        &self,
+        idx: usize,
+        em: &mut Emitter<'_>,
+    ) -> Result<Option<Value>, RunError> {
+        let tail: Vec<String> = lock(&self.shared.state).path[idx..].to_vec();
+        let forms: Vec<&'a Node> = tail
+            .iter()
+            .filter_map(|id| self.canvas.node(id))
+            .filter(|n| n.kind == Kind::UserFillUp)
+            .collect();
+        if forms.is_empty() {
+            return Ok(None);
+        }
+        let mut pending: Vec<String> = forms.iter().map(|n| n.id.clone()).collect();
+        pending.extend(
+            tail.iter()
+                .filter(|id| {
+                    self.canvas
+                        .node(id)
+                        .is_some_and(|n| n.kind != Kind::UserFillUp)
+                })
+                .cloned(),
+        );
+        let blank = RunContext {
+            run_id: self.run.run_id.clone(),
+            inputs: Object::new(),
+            rng: Mutex::new(StdRng::seed_from_u64(0)),
+        };
+        let mut unanswered = Object::new();
+        let mut tips = String::new();
+        for node in &forms {
+            let cx = NodeCx {
+                canvas: self.canvas,
+                node,
+                shared: self.shared,
+                run: &blank,
+                kwargs: Object::new(),
+            };
+            let created = now_f64();
+            cx.set_output("_created_time", json!(created));
+            match node.component.invoke(&cx).await {
+                Ok(()) => {}
+                Err(ComponentError::Failed(m)) => cx.set_output("_ERROR", json!(m)),
+                Err(ComponentError::Fatal(m)) => return Err(crash(&node.id, m)),
+            }
+            cx.set_output("_elapsed_time", json!(now_f64() - created));
+            let fields = node
+                .params
+                .get("inputs")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let st = lock(&self.shared.state);
+            let recorded = st
+                .nodes
+                .get(&node.id)
+                .map(|n| n.inputs.clone())
+                .unwrap_or_default();
+            for (k, def) in fields {
+                let value = recorded.get(&k).cloned().unwrap_or(Value::Null);
+                if !super::forms::field_satisfied(&def, &value) {
+                    let mut d = match def {
+                        Value::Object(o) => o,
+                        other => Object::from_iter([("value".to_string(), other)]),
+                    };
+                    d.insert("value".into(), Value::Null);
+                    unanswered.insert(k, Value::Object(d));
+                }
+            }
+            if node.params.get("enable_tips").is_none_or(truthy) {
+                tips = match st.output(&node.id, "tips") {
+                    Value::String(s) => s,
+                    _ => String::new(),
+                };
+            }
+        }
+        if unanswered.is_empty() {
+            return Ok(None);
+        }
+        lock(&self.shared.state).path = pending;
+        em.emit(EventKind::UserInputs {
+            inputs: unanswered.clone(),
+            tips: tips.clone(),
+        })?;
+        Ok(Some(json!({"inputs": unanswered, "tips": tips})))
     }
 
     /// RAGFlow's `_run_batch(f, t)`: schedule, drop, and invoke one batch.
@@ -451,6 +567,7 @@ impl<'a> Turn<'a> {
         }
         if !matches!(node.kind, Kind::Iteration | Kind::Loop) {
             em.emit(EventKind::NodeFinished(self.finished(node)))?;
+            em.checkpoint(self.shared)?;
         }
         if !other_branch {
             self.route(node, em)?;
@@ -615,6 +732,7 @@ impl<'a> Turn<'a> {
                     let parent = self.node(parent_id)?;
                     em.emit(EventKind::NodeFinished(self.finished(parent)))?;
                     extend(&parent.downstream);
+                    em.checkpoint(self.shared)?;
                     return Ok(());
                 }
             }

@@ -25,6 +25,8 @@ pub enum RunEnd {
         /// Its error.
         error: String,
     },
+    /// The run waits for a form.
+    Waiting,
     /// The run crashed where RAGFlow crashes (or hit something unsupported).
     Crashed,
 }

@@ -32,6 +32,12 @@ fn every_fixture_runs_or_fails_cleanly() {
         assert!(!err.contains("panicked"), "{}: panic: {err}", f.display());
         match code {
             Some(0) => {}
+            // Waiting at a form: non-interactive runs stop there and say how to resume.
+            Some(3) => assert!(
+                err.contains("waiting for input: canvas resume"),
+                "{}: {err}",
+                f.display()
+            ),
             Some(1 | 2) => {
                 let lines: Vec<_> = err.lines().filter(|l| !l.starts_with("hint:")).collect();
                 assert_eq!(

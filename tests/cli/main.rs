@@ -3,5 +3,6 @@
 mod conformance;
 mod errors;
 mod fixtures;
+mod resume;
 mod run;
 mod util;

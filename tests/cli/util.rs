@@ -5,10 +5,15 @@ use std::path::PathBuf;
 use assert_cmd::Command;
 use serde_json::Value;
 
-/// The `canvas` binary under test.
+/// The `canvas` binary under test, with its store in a fresh temporary directory
+/// (kept for the whole test process) so tests never touch the user's store.
 pub fn canvas() -> Command {
+    static STORE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let dir = STORE.get_or_init(|| tempfile::tempdir().expect("temp dir"));
     let mut c = Command::cargo_bin("canvas").expect("binary is built");
-    c.env_remove("CANVAS_STORE").env("NO_COLOR", "1");
+    c.env("CANVAS_STORE", dir.path().join("canvas.db"))
+        .env("NO_COLOR", "1")
+        .env("HOME", dir.path());
     c
 }
 

@@ -1,0 +1,121 @@
+//! `canvas resume RUN_ID`: answer the form a run waits on, or send the next turn of a
+//! finished run (RAGFlow's multi-turn session).
+
+use clap::Args;
+use serde_json::Value;
+
+use super::session::{self, Turn, TurnArgs};
+use super::{CliError, exit, inputs};
+use crate::components::Registry;
+use crate::dsl::{self, Format};
+use crate::engine::{Canvas, RunConfig};
+use crate::store::{RunStatus, Store, canvas_hash};
+
+/// Options of `canvas resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The run id (a unique prefix, or `latest`).
+    pub run_id: String,
+    /// Run the stored canvas even though its file changed since the run started.
+    #[arg(long = "canvas-changed", value_name = "ok", value_parser = ["ok"])]
+    pub canvas_changed: Option<String>,
+    /// Options shared with `run`.
+    #[command(flatten)]
+    pub turn: TurnArgs,
+}
+
+/// Run `canvas resume`.
+pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
+    let store = args.turn.open_store()?;
+    let rec = store
+        .find_run(&args.run_id)
+        .map_err(|e| CliError::invalid(e.to_string()).hint("canvas runs lists the stored runs"))?;
+    let label = rec.source.clone();
+    if rec.source != "-" && args.canvas_changed.is_none() {
+        if let Ok(now) = std::fs::read_to_string(&rec.source) {
+            if canvas_hash(&now) != rec.canvas_hash {
+                return Err(CliError::invalid(format!(
+                    "{label}: the canvas changed since run {} started",
+                    rec.id
+                ))
+                .hint(format!(
+                    "canvas resume {} --canvas-changed=ok runs the stored copy anyway",
+                    rec.id
+                )));
+            }
+        }
+    }
+    let dsl = dsl::parse(&rec.canvas, Format::Sniff)
+        .map_err(|e| CliError::invalid(format!("{label} (stored copy): {e}")))?;
+    let canvas = Canvas::compile(dsl, &Registry)
+        .map_err(|e| CliError::invalid(format!("{label} (stored copy): {e}")))?;
+    let resume = match rec.status {
+        RunStatus::Waiting => true,
+        RunStatus::Succeeded | RunStatus::Failed => false,
+        RunStatus::Running | RunStatus::Interrupted | RunStatus::Cancelled => {
+            return Err(CliError::invalid(format!(
+                "run {} is {}; continuing an unfinished turn from its checkpoint is not supported yet",
+                rec.id, rec.status
+            )));
+        }
+    };
+    // Answers are typed by the waiting form's fields (or Begin's, for a new turn).
+    let declared = if resume {
+        rec.waiting
+            .as_ref()
+            .and_then(|w| w.get("inputs"))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    } else {
+        canvas
+            .node("begin")
+            .and_then(|b| b.params.get("inputs"))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let run_inputs = inputs::collect(args.turn.inputs.as_deref(), &args.turn.input, &declared)?;
+    if resume {
+        let missing: Vec<&String> = declared
+            .iter()
+            .filter(|(k, def)| {
+                !def.get("optional")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+                    && !run_inputs.contains_key(*k)
+            })
+            .map(|(k, _)| k)
+            .collect();
+        if !missing.is_empty() {
+            let list: Vec<String> = missing.iter().map(|k| format!("-i {k}=…")).collect();
+            eprintln!(
+                "waiting for input: canvas resume {} {}",
+                rec.id,
+                list.join(" ")
+            );
+            return Ok(exit::WAITING);
+        }
+    }
+    let state = store
+        .load_state(&rec.id)
+        .map_err(|e| CliError::new(exit::FAILED, format!("run store: {e}")))?
+        .unwrap_or_else(|| canvas.fresh_state());
+    let cfg = RunConfig {
+        run_id: rec.id.clone(),
+        query: args.turn.query.clone(),
+        inputs: run_inputs,
+        resume,
+        ..RunConfig::default()
+    };
+    session::execute(
+        Turn {
+            label,
+            canvas: &canvas,
+            state,
+            cfg,
+            store: &store,
+        },
+        &args.turn,
+    )
+}

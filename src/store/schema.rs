@@ -1,0 +1,99 @@
+//! The SQLite schema and its migrations, versioned by `PRAGMA user_version`.
+//!
+//! `MIGRATIONS[i]` takes a database from version `i` to `i + 1`; append, never edit.
+//! A database newer than [`SCHEMA_VERSION`] is refused ([`StoreError::NewerSchema`]).
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::{Result, StoreError};
+
+/// The schema version this binary writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+const MIGRATIONS: &[&str] = &[
+    // 1: runs, events, checkpoints.
+    "CREATE TABLE runs (
+        id               TEXT PRIMARY KEY NOT NULL,
+        source           TEXT NOT NULL,
+        canvas           TEXT NOT NULL,
+        canvas_hash      TEXT NOT NULL,
+        status           TEXT NOT NULL,
+        parent           TEXT,
+        created_at       REAL NOT NULL,
+        updated_at       REAL NOT NULL,
+        turns            INTEGER NOT NULL DEFAULT 0,
+        error            TEXT,
+        waiting          TEXT,              -- JSON of the pending form
+        cancel_requested INTEGER NOT NULL DEFAULT 0,
+        lease_owner      TEXT,
+        lease_expires    REAL               -- Unix seconds
+    );
+    CREATE INDEX runs_by_created ON runs (created_at DESC, id DESC);
+    CREATE INDEX runs_by_status ON runs (status, created_at DESC);
+    CREATE TABLE events (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        seq    INTEGER NOT NULL,            -- 1, 2, ... per run
+        turn   INTEGER NOT NULL,
+        body   TEXT NOT NULL,               -- one serialised event
+        PRIMARY KEY (run_id, seq)
+    ) WITHOUT ROWID;
+    CREATE INDEX events_by_turn ON events (run_id, turn, seq);
+    CREATE TABLE checkpoints (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        seq    INTEGER NOT NULL,            -- 1, 2, ... per run
+        turn   INTEGER NOT NULL,
+        kind   TEXT NOT NULL CHECK (kind IN ('full', 'delta')),
+        body   TEXT NOT NULL,               -- RunState JSON, or delta::Delta JSON
+        PRIMARY KEY (run_id, seq)
+    ) WITHOUT ROWID;",
+];
+
+/// The file's schema version.
+pub(super) fn version(conn: &Connection) -> Result<i64> {
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(|e| sql("reading the schema version", e))
+}
+
+/// Refuse a database newer than this binary.
+pub(super) fn check_not_newer(found: i64) -> Result<()> {
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    Ok(())
+}
+
+/// Bring the database up to [`SCHEMA_VERSION`] (in one write transaction, so
+/// concurrent openers migrate once).
+pub(super) fn migrate(conn: &mut Connection) -> Result<()> {
+    let found = version(conn)?;
+    check_not_newer(found)?;
+    if found == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| sql("starting the schema migration", e))?;
+    let found = version(&tx)?;
+    check_not_newer(found)?;
+    let from = usize::try_from(found)
+        .map_err(|_| StoreError::Corrupt(format!("negative schema version {found}")))?;
+    for (i, m) in MIGRATIONS.iter().enumerate().skip(from) {
+        tx.execute_batch(m)
+            .map_err(|e| sql(&format!("migrating the schema to version {}", i + 1), e))?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(|e| sql("writing the schema version", e))?;
+    tx.commit()
+        .map_err(|e| sql("committing the schema migration", e))
+}
+
+/// Wrap a SQLite error with what the store was doing.
+pub(super) fn sql(context: &str, source: rusqlite::Error) -> StoreError {
+    StoreError::Sqlite {
+        context: context.to_string(),
+        source,
+    }
+}
