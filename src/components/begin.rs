@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::form::resolve_input_value;
+use super::form::store_answers;
 use crate::engine::value::Object;
 use crate::engine::{BuildError, CResult, Component, Kind, NodeCx};
 
@@ -49,11 +49,7 @@ impl Component for Begin {
                 _ => Object::new(),
             }
         };
-        for (k, v) in &runtime {
-            let value = resolve_input_value(v);
-            cx.set_output(k, value.clone());
-            cx.set_input(k, value);
-        }
+        store_answers(cx, &runtime);
         Ok(())
     }
 }

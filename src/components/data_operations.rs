@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use serde_json::{Number, Value, json};
 
-use super::list_operations::{MAX_DEPTH, no_attribute, py_strip, type_name};
+use super::list_operations::{MAX_DEPTH, no_attribute, py_strip};
+use crate::engine::value::py_type_name;
 use crate::engine::value::{Object, py_float, py_str, truthy};
 use crate::engine::{BuildError, CResult, Component, ComponentError, NodeCx};
 
@@ -184,7 +185,7 @@ impl DataOperations {
                 let Value::String(text) = raw else {
                     return Err(ComponentError::Failed(format!(
                         "expected string or bytes-like object, got '{}'",
-                        type_name(raw)
+                        py_type_name(raw)
                     )));
                 };
                 let rendered = cx.value_with_variable(text)?;
@@ -303,7 +304,7 @@ fn match_rule(cx: &NodeCx<'_>, obj: &Object, rule: &Value) -> CResult<bool> {
         Some(v @ (Value::Array(_) | Value::Object(_))) => {
             return Err(ComponentError::Failed(format!(
                 "unhashable type: '{}'",
-                type_name(v)
+                py_type_name(v)
             )));
         }
         // Non-string keys are never in a dict parsed from JSON.
@@ -346,7 +347,7 @@ fn py_iter(v: &Value) -> CResult<Vec<Value>> {
         other => {
             return Err(ComponentError::Failed(format!(
                 "'{}' object is not iterable",
-                type_name(other)
+                py_type_name(other)
             )));
         }
     })
@@ -360,7 +361,7 @@ fn py_contains(container: &Value, key: &str) -> CResult<bool> {
         Value::String(s) => Ok(s.contains(key)),
         other => Err(ComponentError::Failed(format!(
             "argument of type '{}' is not iterable",
-            type_name(other)
+            py_type_name(other)
         ))),
     }
 }

@@ -2,6 +2,18 @@
 
 use serde_json::Value;
 
+use crate::engine::NodeCx;
+use crate::engine::value::Object;
+
+/// Store supplied answers as both outputs and input values of the component.
+pub fn store_answers(cx: &NodeCx<'_>, supplied: &Object) {
+    for (k, v) in supplied {
+        let value = resolve_input_value(v);
+        cx.set_output(k, value.clone());
+        cx.set_input(k, value);
+    }
+}
+
 /// RAGFlow's `_resolve_input_value`: a supplied field (API shape `{value, type?, ...}`
 /// or a bare value) → the value the component stores.
 pub fn resolve_input_value(v: &Value) -> Value {

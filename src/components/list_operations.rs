@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::engine::value::{Object, py_str, truthy};
+use crate::engine::value::{Object, py_str, py_type_name, truthy};
 use crate::engine::{BuildError, CResult, Component, ComponentError, NodeCx};
 
 /// The operations RAGFlow's `check()` accepts (after normalisation).
@@ -314,7 +314,7 @@ fn matches_filter(text: &str, operator: &Value, value: &Value) -> Result<bool, S
             None => {
                 return Err(format!(
                     "'in <string>' requires string as left operand, not {}",
-                    type_name(value)
+                    py_type_name(value)
                 ));
             }
         },
@@ -330,7 +330,7 @@ fn matches_filter(text: &str, operator: &Value, value: &Value) -> Result<bool, S
                 None => {
                     return Err(format!(
                         "{method} first arg must be str or a tuple of str, not {}",
-                        type_name(value)
+                        py_type_name(value)
                     ));
                 }
             }
@@ -362,7 +362,7 @@ fn subscript<'a>(v: &'a Value, key: &str) -> Result<&'a Value, String> {
         Value::String(_) => Err("string indices must be integers, not 'str'".into()),
         other => Err(format!(
             "'{}' object is not subscriptable",
-            type_name(other)
+            py_type_name(other)
         )),
     }
 }
@@ -410,22 +410,9 @@ pub(crate) fn py_strip(s: &str) -> &str {
     s.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
 }
 
-/// Python's type name (`type(v).__name__`).
-pub(crate) fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float",
-        Value::Number(_) => "int",
-        Value::String(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
-    }
-}
-
 /// The AttributeError text for calling `.attr` on a value of the wrong type.
 pub(crate) fn no_attribute_text(v: &Value, attr: &str) -> String {
-    format!("'{}' object has no attribute '{attr}'", type_name(v))
+    format!("'{}' object has no attribute '{attr}'", py_type_name(v))
 }
 
 /// [`no_attribute_text`] as a component error.
@@ -487,7 +474,7 @@ fn view_value(v: &Value) -> Py<'_> {
     match v {
         Value::Null => Py::None,
         Value::Bool(_) | Value::Number(_) => {
-            Py::Num(num_of(v).unwrap_or(Num::Int(0)), type_name(v))
+            Py::Num(num_of(v).unwrap_or(Num::Int(0)), py_type_name(v))
         }
         Value::String(s) => Py::Str(s),
         Value::Array(a) => Py::List(a),

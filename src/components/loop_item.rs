@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::engine::value::{Object, py_eq, py_type};
+use crate::engine::value::{Object, py_eq, py_type_name};
 use crate::engine::{BuildError, CResult, Component, ComponentError, Kind, NodeCx};
 
 /// Build a LoopItem.
@@ -35,7 +35,7 @@ pub fn evaluate(var: &Value, op: &str, value: &Value) -> Result<bool, String> {
                 Value::String(v) => Ok(v.as_str()),
                 other => Err(format!(
                     "'in <string>' requires string as left operand, not {}",
-                    short_type(other)
+                    py_type_name(other)
                 )),
             };
             match op {
@@ -66,8 +66,8 @@ pub fn evaluate(var: &Value, op: &str, value: &Value) -> Result<bool, String> {
                 other => Err(format!(
                     "'{}' not supported between instances of '{}' and '{}'",
                     op_symbol(op),
-                    short_type(var),
-                    short_type(other)
+                    py_type_name(var),
+                    py_type_name(other)
                 )),
             };
             match op {
@@ -105,19 +105,6 @@ fn op_symbol(op: &str) -> &str {
         "≥" => ">=",
         "≤" => "<=",
         o => o,
-    }
-}
-
-fn short_type(v: &Value) -> &'static str {
-    let t = py_type(v);
-    match t {
-        "<class 'NoneType'>" => "NoneType",
-        "<class 'bool'>" => "bool",
-        "<class 'float'>" => "float",
-        "<class 'int'>" => "int",
-        "<class 'str'>" => "str",
-        "<class 'list'>" => "list",
-        _ => "dict",
     }
 }
 

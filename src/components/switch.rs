@@ -3,7 +3,9 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::engine::value::{Object, is_number_like, py_eq, py_float_of, py_repr, py_str, truthy};
+use crate::engine::value::{
+    Object, is_number_like, py_eq, py_float_of, py_repr, py_str, py_type_name, truthy,
+};
 use crate::engine::{BuildError, CResult, Component, ComponentError, Kind, NodeCx};
 
 /// Build a Switch; RAGFlow requires conditions (each with targets) and an else branch.
@@ -104,8 +106,8 @@ pub fn process_operator(input: &Value, op: &str, value: &Value) -> Result<bool, 
                         };
                         return Err(format!(
                             "'{sym}' not supported between instances of '{}' and '{}'",
-                            type_name(input),
-                            type_name(value)
+                            py_type_name(input),
+                            py_type_name(value)
                         ));
                     }
                 },
@@ -131,18 +133,6 @@ pub fn process_operator(input: &Value, op: &str, value: &Value) -> Result<bool, 
             Ok(if op == "in" { found } else { !found })
         }
         other => Err(format!("Not supported operator: {other}")),
-    }
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float",
-        Value::Number(_) => "int",
-        Value::String(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
     }
 }
 

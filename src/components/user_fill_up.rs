@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::form::resolve_input_value;
+use super::form::store_answers;
 #[cfg(test)]
 use crate::engine::forms::field_satisfied;
 use crate::engine::value::{Object, py_json, py_str, truthy};
@@ -90,11 +90,7 @@ impl Component for UserFillUp {
             }
             return Ok(());
         }
-        for (k, v) in supplied {
-            let value = resolve_input_value(v);
-            cx.set_output(k, value.clone());
-            cx.set_input(k, value);
-        }
+        store_answers(cx, supplied);
         Ok(())
     }
 }

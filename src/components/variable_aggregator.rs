@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::engine::value::{Object, py_str, py_type, truthy};
+use crate::engine::value::{Object, py_str, py_type_name, truthy};
 use crate::engine::{BuildError, CResult, Component, ComponentError, NodeCx};
 
 /// Build a VariableAggregator, applying RAGFlow's `check()`: `groups` non-empty, each
@@ -27,7 +27,7 @@ pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
         other => {
             return Err(err(format!(
                 "'{}' object is not iterable",
-                type_name(other)
+                py_type_name(other)
             )));
         }
     };
@@ -36,7 +36,7 @@ pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
         let Value::Object(g) = g else {
             return Err(err(format!(
                 "'{}' object has no attribute 'get'",
-                type_name(g)
+                py_type_name(g)
             )));
         };
         let name = g.get("group_name").unwrap_or(&Value::Null);
@@ -78,13 +78,6 @@ pub struct VariableAggregator {
     groups: Vec<Group>,
 }
 
-/// Python's short type name (`int`, `str`, `NoneType`…), as error messages print it.
-fn type_name(v: &Value) -> &'static str {
-    py_type(v)
-        .trim_start_matches("<class '")
-        .trim_end_matches("'>")
-}
-
 /// `selector["value"]`, failing with the text Python's exception gives.
 fn selector_expression(selector: &Value) -> CResult<&str> {
     let failed = |text: String| ComponentError::Failed(text);
@@ -101,7 +94,7 @@ fn selector_expression(selector: &Value) -> CResult<&str> {
         other => {
             return Err(failed(format!(
                 "'{}' object is not subscriptable",
-                type_name(other)
+                py_type_name(other)
             )));
         }
     };
@@ -109,7 +102,7 @@ fn selector_expression(selector: &Value) -> CResult<&str> {
     value.as_str().ok_or_else(|| {
         failed(format!(
             "'{}' object has no attribute 'strip'",
-            type_name(value)
+            py_type_name(value)
         ))
     })
 }

@@ -9,7 +9,7 @@
 use async_trait::async_trait;
 use serde_json::{Number, Value};
 
-use crate::engine::value::{Object, float_value, py_type, truthy};
+use crate::engine::value::{Object, float_value, py_type_name, truthy};
 use crate::engine::{BuildError, CResult, Component, ComponentError, NodeCx};
 
 const NOT_LIST: &str = "ERROR:VARIABLE_NOT_LIST";
@@ -50,13 +50,6 @@ impl Component for VariableAssigner {
     }
 }
 
-/// Python's short type name (`int`, `str`, `NoneType`…), as error messages print it.
-fn type_name(v: &Value) -> &'static str {
-    py_type(v)
-        .trim_start_matches("<class '")
-        .trim_end_matches("'>")
-}
-
 fn failed(text: impl Into<String>) -> ComponentError {
     ComponentError::Failed(text.into())
 }
@@ -72,7 +65,7 @@ fn expression(v: &Value) -> CResult<&str> {
         Value::String(s) => Ok(s),
         other => Err(failed(format!(
             "'{}' object has no attribute 'strip'",
-            type_name(other)
+            py_type_name(other)
         ))),
     }
 }
@@ -82,7 +75,7 @@ fn apply(cx: &NodeCx<'_>, item: &Value) -> CResult<()> {
     let Value::Object(item) = item else {
         return Err(failed(format!(
             "'{}' object has no attribute 'get'",
-            type_name(item)
+            py_type_name(item)
         )));
     };
     let null = Value::Null;
@@ -116,7 +109,7 @@ fn operate(cx: &NodeCx<'_>, current: Value, op: &str, parameter: &Value) -> CRes
                 let Value::String(text) = parameter else {
                     return Err(failed(format!(
                         "expected string or bytes-like object, got '{}'",
-                        type_name(parameter)
+                        py_type_name(parameter)
                     )));
                 };
                 Value::String(cx.value_with_variable(text)?)

@@ -283,6 +283,19 @@ pub fn py_type(v: &Value) -> &'static str {
     }
 }
 
+/// Python's type name, as `type(v).__name__` gives it (`int`, `str`, `NoneType`, ...).
+pub fn py_type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "NoneType",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "str",
+        Value::Array(_) => "list",
+        Value::Object(_) => "dict",
+    }
+}
+
 /// Python `==` between JSON values: numbers compare by value (`5 == 5.0`,
 /// `True == 1`), everything else structurally.
 pub fn py_eq(a: &Value, b: &Value) -> bool {
