@@ -9,9 +9,11 @@
 //!   `i ≥ 2000`) → Message.
 //!
 //! Each canvas is compiled once; each run is one turn (`fresh_state` + `run_turn`) on a
-//! current-thread tokio runtime, measured with two sinks: `VecSink` (events kept in
-//! memory) and a sink that serialises each event to JSON into a reused buffer, as the
-//! CLI does. Every run is checked (it must finish with the expected Message content), so
+//! current-thread tokio runtime, measured with three sinks: `VecSink` (events kept in
+//! memory), a sink that serialises each event to JSON into a reused buffer, as the CLI
+//! does with the store off, and the store on: events and a checkpoint delta committed
+//! to an SQLite file after every node, as the CLI does. The difference between the last
+//! two is the store's cost per node. Every run is checked (it must finish with the expected Message content), so
 //! a broken run panics instead of being measured. Node executions are counted from the
 //! `node_finished` events. The report gives the median wall time per run, the median
 //! µs per node execution, and the ratio against RAGFlow's timings from
@@ -25,7 +27,10 @@ use std::time::{Duration, Instant};
 
 use canvas::components::Registry;
 use canvas::dsl::load::from_value;
-use canvas::engine::{Canvas, Event, EventKind, EventSink, Outcome, RunConfig, VecSink, run_turn};
+use canvas::engine::{
+    Canvas, Event, EventKind, EventSink, Outcome, RunConfig, RunState, VecSink, run_turn,
+};
+use canvas::store::{RunRecord, SqliteStore, Store};
 use serde_json::{Map, Value, json};
 
 /// Runs thrown away before measuring.
@@ -167,11 +172,42 @@ impl EventSink for JsonSink {
     }
 }
 
+/// What the CLI does with the store on: events serialised and kept until the next
+/// checkpoint, then committed with the state's delta in one SQLite transaction (WAL,
+/// `synchronous = NORMAL`, a real file).
+struct StoreSink<'s> {
+    store: &'s SqliteStore,
+    run_id: String,
+    pending: Vec<String>,
+    events: usize,
+    nodes: usize,
+}
+
+impl EventSink for StoreSink<'_> {
+    fn emit(&mut self, ev: &Event) -> std::io::Result<()> {
+        self.pending.push(serde_json::to_string(ev)?);
+        self.events += 1;
+        if matches!(ev.kind, EventKind::NodeFinished(_)) {
+            self.nodes += 1;
+        }
+        Ok(())
+    }
+
+    fn checkpoint(&mut self, state: &RunState) -> std::io::Result<()> {
+        self.store
+            .commit(&self.run_id, 1, &self.pending, Some(state))
+            .map_err(std::io::Error::other)?;
+        self.pending.clear();
+        Ok(())
+    }
+}
+
 /// Which sink a case uses.
 #[derive(Clone, Copy)]
 enum SinkKind {
     Vec,
     Json,
+    Store,
 }
 
 impl SinkKind {
@@ -179,6 +215,7 @@ impl SinkKind {
         match self {
             SinkKind::Vec => "VecSink",
             SinkKind::Json => "JSON",
+            SinkKind::Store => "store on",
         }
     }
 }
@@ -192,6 +229,7 @@ struct Run {
 
 /// Run one turn, check it, and time it (compilation excluded).
 fn run_once(
+    store: &SqliteStore,
     rt: &tokio::runtime::Runtime,
     name: &str,
     canvas: &Canvas,
@@ -228,6 +266,30 @@ fn run_once(
             assert!(sink.bytes > 0, "{name}: the JSON sink wrote nothing");
             (outcome, wall, sink.nodes, sink.events)
         }
+        SinkKind::Store => {
+            let rec = RunRecord::new(name, "{}");
+            store.create_run(&rec).expect("create the run");
+            let mut sink = StoreSink {
+                store,
+                run_id: rec.id.clone(),
+                pending: Vec::new(),
+                events: 0,
+                nodes: 0,
+            };
+            let cfg = RunConfig {
+                run_id: rec.id.clone(),
+                ..cfg.clone()
+            };
+            let t = Instant::now();
+            let (state, outcome) =
+                rt.block_on(run_turn(canvas, canvas.fresh_state(), &cfg, &mut sink));
+            // The final commit, as the CLI makes when a turn ends.
+            sink.checkpoint(&state).expect("final commit");
+            let wall = t.elapsed();
+            let stored = store.events(&rec.id).expect("read the events").len();
+            assert_eq!(stored, sink.events, "{name}: events not all stored");
+            (outcome, wall, sink.nodes, sink.events)
+        }
     };
     match outcome {
         Ok(Outcome::Finished { outputs }) => {
@@ -260,21 +322,22 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// Warm up, measure, and print one report line.
+/// Warm up, measure, and print one report line; returns the median µs per node.
 fn bench(
+    store: &SqliteStore,
     rt: &tokio::runtime::Runtime,
     name: &str,
     canvas: &Canvas,
     sink_kind: SinkKind,
     expected: &str,
     ragflow_ms_per_node: f64,
-) {
+) -> f64 {
     let label = format!("{name} {}", sink_kind.label());
     for _ in 0..WARMUP {
-        run_once(rt, &label, canvas, sink_kind, expected);
+        run_once(store, rt, &label, canvas, sink_kind, expected);
     }
     let runs: Vec<Run> = (0..RUNS)
-        .map(|_| run_once(rt, &label, canvas, sink_kind, expected))
+        .map(|_| run_once(store, rt, &label, canvas, sink_kind, expected))
         .collect();
     let nodes = runs[0].nodes;
     let events = runs[0].events;
@@ -297,6 +360,7 @@ fn bench(
          {us_per_node:>6.2} µs/node   {speedup:>5.0}x faster than RAGFlow \
          ({ragflow_ms_per_node} ms/node)"
     );
+    us_per_node
 }
 
 /// One benchmarked canvas.
@@ -323,6 +387,8 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path().join("bench.db")).expect("open the store");
     let registry = Registry;
     let compile = |name: &str, v: Value| -> Canvas {
         let dsl = from_value(v).unwrap_or_else(|e| panic!("{name}: bad DSL: {e}"));
@@ -350,15 +416,24 @@ fn main() {
             continue;
         }
         let canvas = compile(case.name, (case.make)());
-        for sink in [SinkKind::Vec, SinkKind::Json] {
-            bench(
+        let mut per_node = Vec::new();
+        for sink in [SinkKind::Vec, SinkKind::Json, SinkKind::Store] {
+            per_node.push(bench(
+                &store,
                 &rt,
                 case.name,
                 &canvas,
                 sink,
                 case.expected,
                 case.ragflow_ms_per_node,
-            );
+            ));
         }
+        println!(
+            "{:<17} store cost {:.2} µs/node (store on {:.2} − store off, JSON, {:.2})",
+            case.name,
+            per_node[2] - per_node[1],
+            per_node[2],
+            per_node[1]
+        );
     }
 }

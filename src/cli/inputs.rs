@@ -53,6 +53,19 @@ pub fn collect(
     Ok(out)
 }
 
+/// Answers asked in the terminal (bare typed values) → `inputs` in API shape.
+pub fn from_answers(answers: Object, declared: &Object) -> Object {
+    answers
+        .into_iter()
+        .map(|(k, v)| {
+            // Always wrapped: an object answer may itself have a `value` key.
+            let wrapped = json!({ "value": v });
+            let shaped = api_shape(wrapped, declared.get(&k));
+            (k, shaped)
+        })
+        .collect()
+}
+
 /// Wrap a bare value as `{value}`; an object that already has `value` is kept. The
 /// declared field type is added when missing.
 fn api_shape(v: Value, decl: Option<&Value>) -> Value {

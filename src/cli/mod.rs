@@ -1,12 +1,17 @@
 //! Command-line interface: clap definitions, one file per subcommand, exit codes.
 //! It turns flags into plain values for the library and holds no engine logic.
 
+mod cancel;
+mod chat;
 mod error;
+mod events;
 pub mod exit;
 mod inputs;
 mod resume;
 mod run;
+mod runs;
 mod session;
+mod show;
 
 use std::process::ExitCode;
 
@@ -34,6 +39,26 @@ pub enum Command {
     ///
     /// Example: canvas resume 01JABC -i name=Ada
     Resume(resume::ResumeArgs),
+    /// Chat with a conversational canvas: each line you type is a turn of one run.
+    ///
+    /// Example: canvas chat support.json
+    Chat(chat::ChatArgs),
+    /// List the stored runs, newest first.
+    ///
+    /// Example: canvas runs --status waiting
+    Runs(runs::RunsArgs),
+    /// Show one stored run: status, canvas, times, waiting form, error.
+    ///
+    /// Example: canvas show latest
+    Show(show::ShowArgs),
+    /// Replay a stored run's events in any output format.
+    ///
+    /// Example: canvas events 01JABC --format jsonl
+    Events(events::EventsArgs),
+    /// Ask the process running a run to stop at its next node boundary (resumable).
+    ///
+    /// Example: canvas cancel 01JABC
+    Cancel(cancel::CancelArgs),
 }
 
 /// Parse the command line, run, and map the result to an exit code.
@@ -58,6 +83,11 @@ pub fn run_cli(cli: Cli) -> ExitCode {
     let (verbose, res) = match cli.command {
         Command::Run(args) => (args.turn.verbose, run::exec(args)),
         Command::Resume(args) => (args.turn.verbose, resume::exec(args)),
+        Command::Chat(args) => (args.turn.verbose, chat::exec(args)),
+        Command::Runs(args) => (false, runs::exec(args)),
+        Command::Show(args) => (false, show::exec(args)),
+        Command::Events(args) => (false, events::exec(args)),
+        Command::Cancel(args) => (false, cancel::exec(args)),
     };
     match res {
         Ok(code) => exit::code(code),

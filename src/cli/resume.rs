@@ -1,15 +1,17 @@
-//! `canvas resume RUN_ID`: answer the form a run waits on, or send the next turn of a
-//! finished run (RAGFlow's multi-turn session).
+//! `canvas resume RUN_ID`: answer the form a run waits on, continue a turn that was
+//! interrupted, cancelled or killed from its last checkpoint, or send the next turn of
+//! a finished run (RAGFlow's multi-turn session).
 
 use clap::Args;
 use serde_json::Value;
 
-use super::session::{self, Turn, TurnArgs};
+use super::session::{Next, Session, TurnArgs};
 use super::{CliError, exit, inputs};
 use crate::components::Registry;
 use crate::dsl::{self, Format};
-use crate::engine::{Canvas, RunConfig};
-use crate::store::{RunStatus, Store, canvas_hash};
+use crate::engine::Canvas;
+use crate::engine::value::Object;
+use crate::store::{RunStatus, Store, TurnKind, canvas_hash};
 
 /// Options of `canvas resume`.
 #[derive(Debug, Args)]
@@ -49,14 +51,53 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
         .map_err(|e| CliError::invalid(format!("{label} (stored copy): {e}")))?;
     let canvas = Canvas::compile(dsl, &Registry)
         .map_err(|e| CliError::invalid(format!("{label} (stored copy): {e}")))?;
+    let store_err =
+        |e: crate::store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
+    let state = store.load_state(&rec.id).map_err(store_err)?;
+    let session = Session {
+        label,
+        canvas: &canvas,
+        store: &store,
+        run_id: rec.id.clone(),
+        args: &args.turn,
+    };
     let resume = match rec.status {
         RunStatus::Waiting => true,
         RunStatus::Succeeded | RunStatus::Failed => false,
         RunStatus::Running | RunStatus::Interrupted | RunStatus::Cancelled => {
-            return Err(CliError::invalid(format!(
-                "run {} is {}; continuing an unfinished turn from its checkpoint is not supported yet",
-                rec.id, rec.status
-            )));
+            if !args.turn.query.is_empty()
+                || !args.turn.input.is_empty()
+                || args.turn.inputs.is_some()
+            {
+                eprintln!(
+                    "note: run {} is {}: resume continues its turn; -q and -i are not used",
+                    rec.id, rec.status
+                );
+            }
+            let last = store.last_turn(&rec.id).map_err(store_err)?;
+            let next = match (&state, last) {
+                (Some(st), Some(t)) if st.cursor.is_some() => Next::Continue {
+                    turn: t.turn,
+                    again: None,
+                },
+                // Stopped before its first checkpoint: run that turn again from the
+                // state before it.
+                (_, Some(t)) => Next::Continue {
+                    turn: t.turn,
+                    again: Some((
+                        t.kind,
+                        t.query,
+                        t.inputs.as_object().cloned().unwrap_or_default(),
+                    )),
+                },
+                (_, None) => Next::Turn {
+                    kind: TurnKind::Start,
+                    query: String::new(),
+                    inputs: Object::new(),
+                },
+            };
+            let state = state.unwrap_or_else(|| canvas.fresh_state());
+            return session.drive(state, next).map(|d| d.code);
         }
     };
     // Answers are typed by the waiting form's fields (or Begin's, for a new turn).
@@ -88,34 +129,35 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
             .map(|(k, _)| k)
             .collect();
         if !missing.is_empty() {
-            let list: Vec<String> = missing.iter().map(|k| format!("-i {k}=…")).collect();
-            eprintln!(
-                "waiting for input: canvas resume {} {}",
-                rec.id,
-                list.join(" ")
-            );
-            return Ok(exit::WAITING);
+            let can_ask = crate::ui::prompt::can_prompt(args.turn.non_interactive);
+            if !can_ask {
+                let list: Vec<String> = missing.iter().map(|k| format!("-i {k}=…")).collect();
+                eprintln!(
+                    "waiting for input: canvas resume {} {}",
+                    rec.id,
+                    list.join(" ")
+                );
+                return Ok(exit::WAITING);
+            }
         }
     }
-    let state = store
-        .load_state(&rec.id)
-        .map_err(|e| CliError::new(exit::FAILED, format!("run store: {e}")))?
-        .unwrap_or_else(|| canvas.fresh_state());
-    let cfg = RunConfig {
-        run_id: rec.id.clone(),
-        query: args.turn.query.clone(),
-        inputs: run_inputs,
-        resume,
-        ..RunConfig::default()
+    let state = state.unwrap_or_else(|| canvas.fresh_state());
+    let ask_here = resume && run_inputs.is_empty();
+    let next = if !ask_here {
+        Next::Turn {
+            kind: if resume {
+                TurnKind::Answer
+            } else {
+                TurnKind::Next
+            },
+            query: args.turn.query.clone(),
+            inputs: run_inputs,
+        }
+    } else {
+        // Waiting, nothing given, and a terminal: ask the pending form there.
+        Next::Ask {
+            form: rec.waiting.clone().unwrap_or(Value::Null),
+        }
     };
-    session::execute(
-        Turn {
-            label,
-            canvas: &canvas,
-            state,
-            cfg,
-            store: &store,
-        },
-        &args.turn,
-    )
+    session.drive(state, next).map(|d| d.code)
 }

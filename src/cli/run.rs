@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::Value;
 
-use super::session::{self, Turn, TurnArgs};
+use super::session::{Next, Session, TurnArgs};
 use super::{CliError, inputs};
 use crate::components::Registry;
 use crate::dsl;
-use crate::engine::{Canvas, RunConfig};
-use crate::store::{RunRecord, Store};
+use crate::engine::Canvas;
+use crate::store::{RunRecord, Store, TurnKind};
 
 /// Options of `canvas run`.
 #[derive(Debug, Args)]
@@ -35,7 +35,8 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let run_inputs = inputs::collect(args.turn.inputs.as_deref(), &args.turn.input, &declared)?;
+    let mut run_inputs = inputs::collect(args.turn.inputs.as_deref(), &args.turn.input, &declared)?;
+    ask_missing_begin_inputs(&canvas, &declared, &mut run_inputs, &args.turn)?;
     let store = args.turn.open_store()?;
     let source = if label == "-" {
         "-".to_string()
@@ -48,18 +49,61 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
     store
         .create_run(&record)
         .map_err(|e| CliError::new(super::exit::FAILED, format!("run store: {e}")))?;
-    let cfg = RunConfig {
-        run_id: record.id.clone(),
-        query: args.turn.query.clone(),
-        inputs: run_inputs,
-        ..RunConfig::default()
-    };
-    let turn = Turn {
+    let session = Session {
         label,
         canvas: &canvas,
-        state: canvas.fresh_state(),
-        cfg,
         store: &store,
+        run_id: record.id.clone(),
+        args: &args.turn,
     };
-    session::execute(turn, &args.turn)
+    let next = Next::Turn {
+        kind: TurnKind::Start,
+        query: args.turn.query.clone(),
+        inputs: run_inputs,
+    };
+    session
+        .drive(canvas.fresh_state(), next)
+        .map(|driven| driven.code)
+}
+
+/// Begin in task mode declares inputs the run needs: on a terminal, ask the required
+/// ones not given with `-i`/`--inputs` (without a terminal, Begin uses what it has).
+fn ask_missing_begin_inputs(
+    canvas: &Canvas,
+    declared: &crate::engine::value::Object,
+    run_inputs: &mut crate::engine::value::Object,
+    args: &TurnArgs,
+) -> Result<(), CliError> {
+    let task = canvas
+        .node("begin")
+        .and_then(|b| b.params.get("mode"))
+        .and_then(Value::as_str)
+        == Some("task");
+    if !task || !crate::ui::prompt::can_prompt(args.non_interactive) {
+        return Ok(());
+    }
+    let missing: crate::engine::value::Object = declared
+        .iter()
+        .filter(|(k, def)| {
+            !run_inputs.contains_key(*k)
+                && !def
+                    .get("optional")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let term = dialoguer::console::Term::stderr();
+    let answers = crate::ui::prompt::ask_fields(&missing, "", &term).map_err(|e| {
+        CliError::new(
+            super::exit::INTERRUPTED,
+            format!("the inputs were not answered ({e})"),
+        )
+        .hint("give them with -i key=value")
+    })?;
+    run_inputs.extend(inputs::from_answers(answers, declared));
+    Ok(())
 }

@@ -1,19 +1,26 @@
-//! One turn of a stored run, shared by `run` and `resume`: the reporter that commits
+//! Driving a stored run, shared by `run`, `resume` and `chat`: the reporter that commits
 //! events and checkpoints to the store before showing a `node_finished`, the run's
-//! lease, and the final status.
+//! lease and its watcher (lease renewal, cancel requests), Ctrl-C, the questions asked
+//! in the terminal, and each turn's final status.
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
+use serde_json::Value;
 
 use super::{CliError, exit};
 use crate::engine::scheduler::DEFAULT_MAX_PARALLEL;
+use crate::engine::value::Object;
 use crate::engine::{
-    Canvas, Event, EventKind, EventSink, Outcome, RunConfig, RunError, RunState, run_turn,
+    Canvas, Event, EventKind, EventSink, Outcome, RunConfig, RunError, RunState, StopReason,
+    StopSignal, run_turn,
 };
-use crate::store::{RunStatus, SqliteStore, Store};
+use crate::store::{RunStatus, SqliteStore, Store, TurnEnd, TurnKind, lease_holder};
 use crate::ui::{JsonlRenderer, Renderer, RunEnd, SseRenderer, TextOptions, TextRenderer};
 
 /// Output formats of a run.
@@ -28,7 +35,7 @@ pub enum RunFormat {
 }
 
 /// Options shared by `run` and `resume`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct TurnArgs {
     /// `sys.query` for this turn.
     #[arg(short = 'q', long = "query", value_name = "TEXT", default_value = "")]
@@ -123,13 +130,22 @@ struct Reporter<'s> {
 }
 
 impl Reporter<'_> {
-    fn flush(&mut self, state: Option<&RunState>) -> io::Result<()> {
-        if !self.uncommitted.is_empty() || state.is_some() {
-            self.store
-                .commit(&self.run_id, self.turn, &self.uncommitted, state)
-                .map_err(|e| io::Error::other(format!("cannot write to the run store: {e}")))?;
-            self.uncommitted.clear();
-        }
+    /// Commit what is pending (ending the turn when `end` is given), then show what
+    /// was held back.
+    fn flush(&mut self, state: Option<&RunState>, end: Option<TurnEnd<'_>>) -> io::Result<()> {
+        let res = match end {
+            Some(end) => {
+                self.store
+                    .end_turn(&self.run_id, self.turn, &self.uncommitted, state, end)
+            }
+            None if !self.uncommitted.is_empty() || state.is_some() => {
+                self.store
+                    .commit(&self.run_id, self.turn, &self.uncommitted, state)
+            }
+            None => Ok(()),
+        };
+        res.map_err(|e| io::Error::other(format!("cannot write to the run store: {e}")))?;
+        self.uncommitted.clear();
         for ev in std::mem::take(&mut self.held) {
             self.renderer.event(&ev)?;
         }
@@ -150,184 +166,410 @@ impl EventSink for Reporter<'_> {
     }
 
     fn checkpoint(&mut self, state: &RunState) -> io::Result<()> {
-        self.flush(Some(state))
+        self.flush(Some(state), None)
     }
 }
 
-/// Everything one turn needs.
-pub struct Turn<'a> {
-    /// How the file is named in messages.
+/// How often the watcher looks for a cancel request.
+const WATCH_EVERY: Duration = Duration::from_millis(200);
+/// The lease's lifetime; the watcher renews it well before it runs out.
+const LEASE_TTL: Duration = Duration::from_secs(60);
+const RENEW_EVERY: Duration = Duration::from_secs(20);
+
+/// What the next turn of a run is.
+#[derive(Debug, Clone)]
+pub enum Next {
+    /// A new turn: the first, an answer to the pending form, or a next conversational one.
+    Turn {
+        /// Which.
+        kind: TurnKind,
+        /// `sys.query`.
+        query: String,
+        /// `inputs` in API shape.
+        inputs: Object,
+    },
+    /// The run waits on `form`: ask it in the terminal, then answer it.
+    Ask {
+        /// The pending form (`{"inputs", "tips"}`).
+        form: Value,
+    },
+    /// Continue the stored turn `turn` (stopped, interrupted or crashed) from the state's
+    /// cursor; or, when the state has none (no checkpoint of it was made), run it again.
+    Continue {
+        /// The turn's number.
+        turn: u32,
+        /// When the turn must be run again: what it was.
+        again: Option<(TurnKind, String, Object)>,
+    },
+}
+
+/// A stored run being driven by this process.
+pub struct Session<'a> {
+    /// How the canvas file is named in messages.
     pub label: String,
     /// The compiled canvas.
     pub canvas: &'a Canvas,
-    /// The state to continue from.
-    pub state: RunState,
-    /// The turn's configuration (run id, query, inputs, resume).
-    pub cfg: RunConfig,
     /// The store holding the run.
     pub store: &'a dyn Store,
+    /// The run id.
+    pub run_id: String,
+    /// The command's options.
+    pub args: &'a TurnArgs,
 }
 
-/// Run one turn of a stored run and record its outcome; returns the exit code.
-pub fn execute(turn: Turn<'_>, args: &TurnArgs) -> Result<u8, CliError> {
-    let Turn {
-        label,
-        canvas,
-        state,
-        mut cfg,
-        store,
-    } = turn;
-    cfg.max_parallel = usize::from(args.max_parallel);
-    cfg.seed = args.seed;
-    let run_id = cfg.run_id.clone();
-    let owner = format!("pid {}", std::process::id());
-    let store_err =
-        |e: crate::store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
-    if !store
-        .acquire_lease(&run_id, &owner, Duration::from_secs(300))
-        .map_err(store_err)?
-    {
-        return Err(
-            CliError::invalid(format!("run {run_id} is being run by another process"))
-                .hint(format!("wait for it, or `canvas cancel {run_id}`")),
-        );
-    }
-    let turn_no = store.begin_turn(&run_id).map_err(store_err)?;
-    store
-        .set_status(&run_id, RunStatus::Running, None, None)
-        .map_err(store_err)?;
-    let mut reporter = Reporter {
-        store,
-        run_id: run_id.clone(),
-        turn: turn_no,
-        renderer: args.renderer(),
-        uncommitted: Vec::new(),
-        held: Vec::new(),
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::new(exit::FAILED, format!("cannot start the async runtime: {e}")))?;
-    let result = rt.block_on(async {
-        let fut = run_turn(canvas, state, &cfg, &mut reporter);
-        match args.timeout {
-            Some(secs) if secs > 0.0 => tokio::time::timeout(Duration::from_secs_f64(secs), fut)
-                .await
-                .ok(),
-            _ => Some(fut.await),
+/// How a drive ended: the exit code and the run's state.
+pub struct Driven {
+    /// The process exit code.
+    pub code: u8,
+    /// The state after the last turn.
+    pub state: RunState,
+}
+
+impl Session<'_> {
+    /// Run `next`, then keep going while the run waits on a form that can be asked in
+    /// the terminal. Holds the run's lease throughout; Ctrl-C stops at the next node
+    /// boundary (a second Ctrl-C exits at once: the last checkpoint is kept).
+    pub fn drive(&self, state: RunState, next: Next) -> Result<Driven, CliError> {
+        let run_id = self.run_id.clone();
+        let holder = lease_holder();
+        let store_err =
+            |e: crate::store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
+        if !self
+            .store
+            .acquire_lease(&run_id, &holder, LEASE_TTL)
+            .map_err(store_err)?
+        {
+            let owner = self.store.lease_owner(&run_id).ok().flatten();
+            return Err(CliError::invalid(format!(
+                "run {run_id} is being run by another process{}",
+                owner.map(|o| format!(" ({o})")).unwrap_or_default()
+            ))
+            .hint(format!(
+                "wait for it, or stop it with `canvas cancel {run_id}`"
+            )));
         }
-    });
-    let finish = |reporter: &mut Reporter<'_>, state: Option<&RunState>| reporter.flush(state);
-    let outcome = match result {
-        None => {
-            let _ = finish(&mut reporter, None);
-            let _ = reporter.renderer.finish(&RunEnd::Crashed);
-            let _ = store.set_status(&run_id, RunStatus::Interrupted, Some("timed out"), None);
-            let _ = store.release_lease(&run_id, &owner);
+        let stop = StopSignal::new();
+        let signals = register_signals(&stop);
+        let res = self.turns(state, next, &stop);
+        for id in signals {
+            signal_hook::low_level::unregister(id);
+        }
+        let _ = self.store.release_lease(&run_id, &holder);
+        res
+    }
+
+    fn turns(
+        &self,
+        mut state: RunState,
+        mut next: Next,
+        stop: &StopSignal,
+    ) -> Result<Driven, CliError> {
+        let store_err =
+            |e: crate::store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
+        loop {
+            let (turn_no, cfg) = match next {
+                Next::Ask { form } => {
+                    next = self.ask(&form)?;
+                    continue;
+                }
+                Next::Turn {
+                    kind,
+                    query,
+                    inputs,
+                } => {
+                    let n = self
+                        .store
+                        .begin_turn(&self.run_id, kind, &query, &Value::Object(inputs.clone()))
+                        .map_err(store_err)?;
+                    (
+                        n,
+                        self.config(query, inputs, kind == TurnKind::Answer, stop),
+                    )
+                }
+                Next::Continue { turn, again } => {
+                    self.store
+                        .set_status(&self.run_id, RunStatus::Running, None, None)
+                        .map_err(store_err)?;
+                    let (query, inputs, resume) = match again {
+                        Some((kind, q, i)) => (q, i, kind == TurnKind::Answer),
+                        None => (String::new(), Object::new(), false),
+                    };
+                    (turn, self.config(query, inputs, resume, stop))
+                }
+            };
+            self.store.clear_cancel(&self.run_id).map_err(store_err)?;
+            let (after, code, form) = self.one_turn(state, turn_no, &cfg)?;
+            state = after;
+            let Some(form) = form else {
+                return Ok(Driven { code, state });
+            };
+            if !crate::ui::prompt::can_prompt(self.args.non_interactive) {
+                return Ok(Driven { code, state });
+            }
+            next = self.ask(&form)?;
+        }
+    }
+
+    /// Ask a pending form in the terminal (the run is already stored as waiting).
+    fn ask(&self, form: &Value) -> Result<Next, CliError> {
+        let term = dialoguer::console::Term::stderr();
+        let answers = crate::ui::prompt::ask_form(form, &term).map_err(|e| {
+            CliError::new(
+                exit::WAITING,
+                format!(
+                    "the questions were not answered ({e}); run {} waits",
+                    self.run_id
+                ),
+            )
+            .hint(format!("canvas resume {} -i key=value …", self.run_id))
+        })?;
+        let declared = form["inputs"].as_object().cloned().unwrap_or_default();
+        Ok(Next::Turn {
+            kind: TurnKind::Answer,
+            query: String::new(),
+            inputs: super::inputs::from_answers(answers, &declared),
+        })
+    }
+
+    fn config(&self, query: String, inputs: Object, resume: bool, stop: &StopSignal) -> RunConfig {
+        RunConfig {
+            run_id: self.run_id.clone(),
+            query,
+            inputs,
+            user_id: None,
+            max_parallel: usize::from(self.args.max_parallel),
+            seed: self.args.seed,
+            resume,
+            stop: stop.clone(),
+        }
+    }
+
+    /// One turn: run it with the watcher beside it, store how it ended, report.
+    /// Returns the state, the exit code, and the pending form when it waits.
+    fn one_turn(
+        &self,
+        state: RunState,
+        turn_no: u32,
+        cfg: &RunConfig,
+    ) -> Result<(RunState, u8, Option<Value>), CliError> {
+        let run_id = &self.run_id;
+        let label = &self.label;
+        let mut reporter = Reporter {
+            store: self.store,
+            run_id: run_id.clone(),
+            turn: turn_no,
+            renderer: self.args.renderer(),
+            uncommitted: Vec::new(),
+            held: Vec::new(),
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                CliError::new(exit::FAILED, format!("cannot start the async runtime: {e}"))
+            })?;
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let result = std::thread::scope(|s| {
+            s.spawn(|| watch(self.store, run_id, &cfg.stop, done_rx));
+            let r = rt.block_on(async {
+                let fut = run_turn(self.canvas, state, cfg, &mut reporter);
+                match self.args.timeout {
+                    Some(secs) if secs > 0.0 => {
+                        tokio::time::timeout(Duration::from_secs_f64(secs), fut)
+                            .await
+                            .ok()
+                    }
+                    _ => Some(fut.await),
+                }
+            });
+            drop(done_tx);
+            r
+        });
+        let Some((state, result)) = result else {
+            // The turn was dropped mid-node: the last checkpoint stands.
+            let end = TurnEnd {
+                status: RunStatus::Interrupted,
+                error: Some("timed out"),
+                waiting: None,
+            };
+            let _ = reporter.flush(None, Some(end));
+            let _ = reporter.renderer.finish(&RunEnd::Interrupted);
             return Err(CliError::new(
                 exit::FAILED,
                 format!(
                     "{label}: the run timed out after {} s",
-                    args.timeout.unwrap_or(0.0)
+                    self.args.timeout.unwrap_or(0.0)
                 ),
             )
-            .hint(format!("canvas resume {run_id}")));
-        }
-        Some((state, result)) => {
-            let flushed = finish(&mut reporter, Some(&state));
-            match (result, flushed) {
-                (Err(RunError::Sink(e)), _) | (Ok(_), Err(e)) => Err(RunError::Sink(e)),
-                (r, _) => r,
-            }
-        }
-    };
-    let class = |id: &str| {
-        canvas
-            .node(id)
-            .map(|n| format!(" ({})", n.class))
-            .unwrap_or_default()
-    };
-    let (end, status, error, waiting, res) = match outcome {
-        Ok(Outcome::Finished { .. }) => (
-            RunEnd::Finished,
-            RunStatus::Succeeded,
-            None,
-            None,
-            Ok(exit::OK),
-        ),
-        Ok(Outcome::Waiting { form }) => {
-            let fields: Vec<String> = form["inputs"]
-                .as_object()
-                .map(|o| o.keys().map(|k| format!("-i {k}=…")).collect())
-                .unwrap_or_default();
-            eprintln!(
-                "waiting for input: canvas resume {run_id} {}",
-                fields.join(" ")
-            );
-            (
+            .hint(format!("canvas resume {run_id} continues it")));
+        };
+        let class = |id: &str| {
+            self.canvas
+                .node(id)
+                .map(|n| format!(" ({})", n.class))
+                .unwrap_or_default()
+        };
+        let (end, status, error, form, res) = match result {
+            Ok(Outcome::Finished { .. }) => (
+                RunEnd::Finished,
+                RunStatus::Succeeded,
+                None,
+                None,
+                Ok(exit::OK),
+            ),
+            Ok(Outcome::Waiting { form }) => (
                 RunEnd::Waiting,
                 RunStatus::Waiting,
                 None,
                 Some(form),
                 Ok(exit::WAITING),
-            )
-        }
-        Ok(Outcome::Failed {
-            component_id,
-            error,
-        }) => {
-            let msg = format!(
-                "{label}: component {component_id:?}{} failed: {error}",
-                class(&component_id)
-            );
-            (
-                RunEnd::Failed {
-                    component_id,
-                    error: error.clone(),
-                },
-                RunStatus::Failed,
-                Some(error),
+            ),
+            Ok(Outcome::Stopped {
+                reason: StopReason::Interrupted,
+            }) => (
+                RunEnd::Interrupted,
+                RunStatus::Interrupted,
+                Some("interrupted".to_string()),
                 None,
-                Err(CliError::new(exit::FAILED, msg)),
-            )
-        }
-        Err(RunError::Crash {
-            component_id,
-            message,
-        }) => {
-            let msg = format!(
-                "{label}: component {component_id:?}{}: {message}",
-                class(&component_id)
-            );
-            (
-                RunEnd::Crashed,
-                RunStatus::Failed,
-                Some(message),
+                Err(
+                    CliError::new(exit::INTERRUPTED, format!("run {run_id} interrupted"))
+                        .hint(format!("canvas resume {run_id} continues it")),
+                ),
+            ),
+            Ok(Outcome::Stopped {
+                reason: StopReason::Cancelled,
+            }) => (
+                RunEnd::Cancelled,
+                RunStatus::Cancelled,
+                Some("cancelled".to_string()),
                 None,
-                Err(CliError::new(exit::FAILED, msg)),
-            )
-        }
-        Err(RunError::Sink(e)) => {
-            let _ = store.set_status(&run_id, RunStatus::Interrupted, Some(&e.to_string()), None);
-            let _ = store.release_lease(&run_id, &owner);
-            if e.kind() == io::ErrorKind::BrokenPipe {
-                return Ok(exit::OK);
+                Err(
+                    CliError::new(exit::FAILED, format!("run {run_id} was cancelled"))
+                        .hint(format!("canvas resume {run_id} continues it")),
+                ),
+            ),
+            Ok(Outcome::Failed {
+                component_id,
+                error,
+            }) => {
+                let msg = format!(
+                    "{label}: component {component_id:?}{} failed: {error}",
+                    class(&component_id)
+                );
+                (
+                    RunEnd::Failed {
+                        component_id,
+                        error: error.clone(),
+                    },
+                    RunStatus::Failed,
+                    Some(error),
+                    None,
+                    Err(CliError::new(exit::FAILED, msg)),
+                )
             }
-            return Err(CliError::new(exit::FAILED, format!("{label}: {e}")));
+            Err(RunError::Crash {
+                component_id,
+                message,
+            }) => {
+                let msg = format!(
+                    "{label}: component {component_id:?}{}: {message}",
+                    class(&component_id)
+                );
+                (
+                    RunEnd::Crashed,
+                    RunStatus::Failed,
+                    Some(message),
+                    None,
+                    Err(CliError::new(exit::FAILED, msg)),
+                )
+            }
+            Err(RunError::Sink(e)) => {
+                // Output or store failed mid-turn: keep the turn to be continued.
+                let end = TurnEnd {
+                    status: RunStatus::Interrupted,
+                    error: Some(&e.to_string()),
+                    waiting: None,
+                };
+                let _ = reporter.flush(Some(&state), Some(end));
+                if e.kind() == io::ErrorKind::BrokenPipe {
+                    return Ok((state, exit::OK, None));
+                }
+                return Err(CliError::new(exit::FAILED, format!("{label}: {e}"))
+                    .hint(format!("canvas resume {run_id} continues it")));
+            }
+        };
+        let end_rec = TurnEnd {
+            status,
+            error: error.as_deref(),
+            waiting: form.as_ref(),
+        };
+        if let Err(e) = reporter.flush(Some(&state), Some(end_rec)) {
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                return Err(CliError::new(exit::FAILED, format!("{label}: {e}")));
+            }
         }
-    };
-    store
-        .set_status(&run_id, status, error.as_deref(), waiting.as_ref())
-        .map_err(store_err)?;
-    let _ = store.release_lease(&run_id, &owner);
-    if let Err(e) = reporter.renderer.finish(&end) {
-        if e.kind() != io::ErrorKind::BrokenPipe {
-            return Err(CliError::new(
-                exit::FAILED,
-                format!("cannot write the output: {e}"),
-            ));
+        if let Err(e) = reporter.renderer.finish(&end) {
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                return Err(CliError::new(
+                    exit::FAILED,
+                    format!("cannot write the output: {e}"),
+                ));
+            }
+        }
+        let _ = io::stdout().flush();
+        if let Some(f) = &form {
+            if !crate::ui::prompt::can_prompt(self.args.non_interactive) {
+                let fields: Vec<String> = f["inputs"]
+                    .as_object()
+                    .map(|o| o.keys().map(|k| format!("-i {k}=…")).collect())
+                    .unwrap_or_default();
+                eprintln!(
+                    "waiting for input: canvas resume {run_id} {}",
+                    fields.join(" ")
+                );
+            }
+        }
+        res.map(|code| (state, code, form))
+    }
+}
+
+/// Beside a running turn: stop it when a cancel is requested, and renew the lease.
+/// Ends when `done` is dropped.
+fn watch(store: &dyn Store, run_id: &str, stop: &StopSignal, done: mpsc::Receiver<()>) {
+    let holder = lease_holder();
+    let mut renewed = Instant::now();
+    while let Err(mpsc::RecvTimeoutError::Timeout) = done.recv_timeout(WATCH_EVERY) {
+        if store.cancel_requested(run_id).unwrap_or(false) {
+            stop.request(StopReason::Cancelled);
+        }
+        if renewed.elapsed() >= RENEW_EVERY {
+            renewed = Instant::now();
+            if store.renew_lease(run_id, &holder, LEASE_TTL).is_err() {
+                // Another process took the run over: stop here rather than both run it.
+                stop.request(StopReason::Cancelled);
+            }
         }
     }
-    let _ = io::stdout().flush();
-    res
+}
+
+/// Ctrl-C and SIGTERM stop the turn at the next node boundary; a second one exits at
+/// once with 130 (the last checkpoint is in the store).
+fn register_signals(stop: &StopSignal) -> Vec<signal_hook::SigId> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let flag: Arc<AtomicBool> = stop.interrupt_flag();
+    let mut ids = Vec::new();
+    for sig in [SIGINT, SIGTERM] {
+        // The conditional exit is registered first so the first signal only sets the flag.
+        if let Ok(id) = signal_hook::flag::register_conditional_shutdown(
+            sig,
+            i32::from(exit::INTERRUPTED),
+            Arc::clone(&flag),
+        ) {
+            ids.push(id);
+        }
+        if let Ok(id) = signal_hook::flag::register(sig, Arc::clone(&flag)) {
+            ids.push(id);
+        }
+    }
+    ids
 }

@@ -236,10 +236,8 @@ impl<'a> NodeCx<'a> {
 
     /// Record an input value (shown in `node_finished.inputs`).
     pub fn set_input(&self, name: &str, v: Value) {
-        let mut st = lock(&self.shared.state);
-        st.nodes
-            .entry(self.node.id.clone())
-            .or_default()
+        lock(&self.shared.state)
+            .node_mut(&self.node.id)
             .inputs
             .insert(name.to_string(), v);
     }

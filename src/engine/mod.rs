@@ -10,6 +10,7 @@ pub mod forms;
 pub mod refs;
 pub mod scheduler;
 pub mod state;
+pub mod stop;
 pub mod template;
 #[cfg(test)]
 pub mod testkit;
@@ -19,4 +20,5 @@ pub use compile::{BuildError, Canvas, CompileError, Node, Registry};
 pub use component::{CResult, Chunk, Component, ComponentError, Deferred, Kind, NodeCx};
 pub use events::{Event, EventKind, EventSink, VecSink};
 pub use scheduler::{Outcome, RunConfig, RunError, run_turn};
-pub use state::RunState;
+pub use state::{Cursor, RunState};
+pub use stop::{StopReason, StopSignal};

@@ -15,7 +15,8 @@ use super::events::{
     Event, EventKind, EventSink, MessageChunk, NodeFinished, NodeStarted, Usage, WorkflowFinished,
 };
 use super::refs;
-use super::state::RunState;
+use super::state::{Cursor, RunState};
+use super::stop::{StopReason, StopSignal};
 use super::template;
 use super::value::{Object, py_repr, truthy};
 
@@ -36,6 +37,8 @@ pub struct RunConfig {
     pub seed: Option<u64>,
     /// This turn answers the form the run is waiting on (RAGFlow's resume).
     pub resume: bool,
+    /// Raised to stop the turn at the next node boundary.
+    pub stop: StopSignal,
 }
 
 impl Default for RunConfig {
@@ -48,6 +51,7 @@ impl Default for RunConfig {
             max_parallel: DEFAULT_MAX_PARALLEL,
             seed: None,
             resume: false,
+            stop: StopSignal::new(),
         }
     }
 }
@@ -67,6 +71,12 @@ pub enum Outcome {
     Waiting {
         /// The `user_inputs` payload: `{"inputs": {field: definition}, "tips": text}`.
         form: Value,
+    },
+    /// Ctrl-C or a cancel stopped the turn at a node boundary; the state's cursor says
+    /// where it continues.
+    Stopped {
+        /// Why.
+        reason: StopReason,
     },
     /// A component error no exception route handled stopped the turn.
     Failed {
@@ -113,14 +123,23 @@ struct Emitter<'s> {
     message_id: String,
     created_at: i64,
     task_id: String,
+    /// A `node_finished` was emitted since the last checkpoint.
+    finished: bool,
 }
 
 impl Emitter<'_> {
     fn checkpoint(&mut self, shared: &Shared) -> std::io::Result<()> {
-        self.sink.checkpoint(&lock(&shared.state))
+        self.finished = false;
+        let mut st = lock(&shared.state);
+        self.sink.checkpoint(&st)?;
+        st.touched.clear();
+        Ok(())
     }
 
     fn emit(&mut self, kind: EventKind) -> std::io::Result<()> {
+        if matches!(kind, EventKind::NodeFinished(_)) {
+            self.finished = true;
+        }
         let ev = Event {
             kind,
             message_id: self.message_id.clone(),
@@ -131,14 +150,22 @@ impl Emitter<'_> {
     }
 }
 
-/// Run one turn of a canvas. Returns the state (to be stored whatever happened) and
-/// how the turn ended.
+/// Run one turn of a canvas, or continue the turn the state's cursor says is under way
+/// (then the cursor's query, inputs and resume flag replace `cfg`'s). Returns the state
+/// (to be stored whatever happened) and how the turn ended.
 pub async fn run_turn(
     canvas: &Canvas,
     state: RunState,
     cfg: &RunConfig,
     sink: &mut dyn EventSink,
 ) -> (RunState, Result<Outcome, RunError>) {
+    let mut cfg = cfg.clone();
+    if let Some(c) = &state.cursor {
+        cfg.query = c.query.clone();
+        cfg.inputs = c.inputs.clone();
+        cfg.resume = c.resume;
+    }
+    let cfg = &cfg;
     let rng = match cfg.seed {
         Some(s) => StdRng::seed_from_u64(s),
         None => StdRng::from_os_rng(),
@@ -158,6 +185,7 @@ pub async fn run_turn(
         message_id: format!("{:032x}", ulid::Ulid::new().0),
         created_at: created,
         task_id: cfg.run_id.clone(),
+        finished: false,
     };
     let mut turn = Turn {
         canvas,
@@ -167,7 +195,12 @@ pub async fn run_turn(
         error: None,
     };
     let res = turn.run(&mut em).await;
-    let state = shared.state.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut state = shared.state.into_inner().unwrap_or_else(|e| e.into_inner());
+    if matches!(res, Err(RunError::Crash { .. })) {
+        // A crash ends the turn (stored as failed); only a stop or a lost sink leaves it
+        // to be continued.
+        state.cursor = None;
+    }
     (state, res)
 }
 
@@ -201,6 +234,75 @@ impl<'a> Turn<'a> {
     }
 
     async fn run(&mut self, em: &mut Emitter<'_>) -> Result<Outcome, RunError> {
+        let saved = lock(&self.shared.state).cursor.clone();
+        let mut cur = match saved {
+            Some(c) => c,
+            None => self.begin(em)?,
+        };
+        em.message_id = cur.message_id.clone();
+        em.created_at = cur.started as i64;
+        self.error = cur.error.clone();
+        loop {
+            let (from, to) = match cur.to {
+                // Continuing a batch that was stopped part-way through post-processing.
+                Some(to) => {
+                    self.prepare_again(cur.next, to).await?;
+                    (cur.next, to)
+                }
+                None => {
+                    let to = lock(&self.shared.state).path.len();
+                    if cur.idx >= to {
+                        break;
+                    }
+                    for i in cur.idx..to {
+                        let id = lock(&self.shared.state).path[i].clone();
+                        let node = self.node(&id)?;
+                        let cx = self.cx(node, Object::new());
+                        let thoughts = node.component.thoughts(&cx);
+                        em.emit(EventKind::NodeStarted(NodeStarted {
+                            inputs: Value::Null,
+                            created_at: now_f64() as i64,
+                            component_id: id.clone(),
+                            component_name: node.name.clone(),
+                            component_type: node.class.clone(),
+                            thoughts,
+                        }))?;
+                    }
+                    self.run_batch(cur.idx, to).await?;
+                    (cur.idx, lock(&self.shared.state).path.len())
+                }
+            };
+            cur.to = Some(to);
+            for i in from..to {
+                self.post_process(i, em).await?;
+                cur.next = i + 1;
+                cur.error.clone_from(&self.error);
+                if em.finished {
+                    lock(&self.shared.state).cursor = Some(cur.clone());
+                    em.checkpoint(self.shared)?;
+                }
+                if let Some(reason) = self.cfg.stop.requested() {
+                    lock(&self.shared.state).cursor = Some(cur);
+                    return Ok(Outcome::Stopped { reason });
+                }
+            }
+            if self.error.is_some() {
+                break;
+            }
+            cur.idx = to;
+            cur.to = None;
+            cur.next = to;
+            if let Some(form) = self.pause_check(cur.idx, em).await? {
+                lock(&self.shared.state).cursor = None;
+                return Ok(Outcome::Waiting { form });
+            }
+        }
+        self.finish(cur.idx, cur.started, em)
+    }
+
+    /// Start a new turn: RAGFlow's turn start, `workflow_started`, and a first
+    /// checkpoint so a turn stopped before any node finished is not started twice.
+    fn begin(&mut self, em: &mut Emitter<'_>) -> Result<Cursor, RunError> {
         let started = now_f64();
         self.start();
         if !self.cfg.resume {
@@ -208,50 +310,47 @@ impl<'a> Turn<'a> {
                 inputs: Value::Object(self.cfg.inputs.clone()),
             })?;
         }
-        let mut idx = {
+        let cur = {
             let mut st = lock(&self.shared.state);
             st.retrieval.push(json!({"chunks": {}, "doc_aggs": {}}));
             // A resumed turn's first batch is the whole saved path (the pending forms
             // and the siblings appended with them).
-            if self.cfg.resume {
+            let idx = if self.cfg.resume {
                 0
             } else {
                 st.path.len() - 1
-            }
+            };
+            let cur = Cursor {
+                message_id: em.message_id.clone(),
+                started,
+                query: self.cfg.query.clone(),
+                inputs: self.cfg.inputs.clone(),
+                resume: self.cfg.resume,
+                idx,
+                to: None,
+                next: idx,
+                error: None,
+            };
+            st.cursor = Some(cur.clone());
+            cur
         };
-        loop {
-            let to = lock(&self.shared.state).path.len();
-            if idx >= to {
-                break;
-            }
-            for i in idx..to {
-                let id = lock(&self.shared.state).path[i].clone();
-                let node = self.node(&id)?;
-                let cx = self.cx(node, Object::new());
-                let thoughts = node.component.thoughts(&cx);
-                em.emit(EventKind::NodeStarted(NodeStarted {
-                    inputs: Value::Null,
-                    created_at: now_f64() as i64,
-                    component_id: id.clone(),
-                    component_name: node.name.clone(),
-                    component_type: node.class.clone(),
-                    thoughts,
-                }))?;
-            }
-            self.run_batch(idx, to).await?;
-            let to = lock(&self.shared.state).path.len();
-            for i in idx..to {
-                self.post_process(i, em).await?;
-            }
-            if self.error.is_some() {
-                break;
-            }
-            idx = to;
-            if let Some(form) = self.pause_check(idx, em).await? {
-                return Ok(Outcome::Waiting { form });
+        em.checkpoint(self.shared)?;
+        Ok(cur)
+    }
+
+    /// Before post-processing the rest of a stopped batch: Message nodes keep their
+    /// stream plans in memory only, so they are prepared again (they have not
+    /// finished, and preparing has no effect beyond their own outputs).
+    async fn prepare_again(&self, from: usize, to: usize) -> Result<(), RunError> {
+        for i in from..to {
+            let id = lock(&self.shared.state).path[i].clone();
+            let node = self.node(&id)?;
+            if node.kind == Kind::Message && !lock(&self.shared.deferred).contains_key(&id) {
+                let kwargs = self.declared_kwargs(node)?;
+                self.invoke_one(node, kwargs).await?;
             }
         }
-        self.finish(idx, started, em)
+        Ok(())
     }
 
     /// Turn start (`engine.md` §4.1 steps 1–9).
@@ -266,7 +365,8 @@ impl<'a> Turn<'a> {
         let path = st.path.clone();
         for id in &path {
             let begin = self.canvas.node(id).is_some_and(|n| n.kind == Kind::Begin);
-            if let Some(ns) = st.nodes.get_mut(id) {
+            if st.nodes.contains_key(id) {
+                let ns = st.node_mut(id);
                 for v in ns.outputs.values_mut() {
                     *v = Value::Null;
                 }
@@ -478,9 +578,7 @@ impl<'a> Turn<'a> {
                 }
                 other => other.clone(),
             };
-            st.nodes
-                .entry(node.id.clone())
-                .or_default()
+            st.node_mut(&node.id)
                 .inputs
                 .insert(k.clone(), value.clone());
             kwargs.insert(k.clone(), value);
@@ -567,7 +665,6 @@ impl<'a> Turn<'a> {
         }
         if !matches!(node.kind, Kind::Iteration | Kind::Loop) {
             em.emit(EventKind::NodeFinished(self.finished(node)))?;
-            em.checkpoint(self.shared)?;
         }
         if !other_branch {
             self.route(node, em)?;
@@ -732,7 +829,6 @@ impl<'a> Turn<'a> {
                     let parent = self.node(parent_id)?;
                     em.emit(EventKind::NodeFinished(self.finished(parent)))?;
                     extend(&parent.downstream);
-                    em.checkpoint(self.shared)?;
                     return Ok(());
                 }
             }
@@ -790,6 +886,7 @@ impl<'a> Turn<'a> {
     ) -> Result<Outcome, RunError> {
         let mut st = lock(&self.shared.state);
         st.path.truncate(idx);
+        st.cursor = None;
         if let Some((component_id, error)) = self.error.take() {
             if error.contains("Task has been canceled") {
                 drop(st);

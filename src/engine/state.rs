@@ -4,7 +4,7 @@
 //! storage model (`engine.md` §2.2): a declared output that has no value yet holds
 //! `null`; an output that was never declared nor set reads as `""`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -35,6 +35,71 @@ pub struct RunState {
     pub nodes: HashMap<String, NodeState>,
     /// IterationItem / LoopItem pass counters (`_idx`), keyed by the item's id.
     pub counters: HashMap<String, i64>,
+    /// Where the turn under way stands; `None` between turns (finished or waiting).
+    #[serde(default)]
+    pub cursor: Option<Cursor>,
+    /// Components changed since the last checkpoint (bookkeeping, never stored).
+    #[serde(skip)]
+    pub touched: Touched,
+}
+
+/// The ids of components whose state changed since the last checkpoint, so a
+/// checkpoint compares those instead of every component. Changes made through
+/// [`RunState::node_mut`] (and the setters built on it) are recorded; a set that says
+/// more than what changed is harmless. It takes no part in equality.
+#[derive(Debug, Clone, Default)]
+pub struct Touched(HashSet<String>);
+
+impl Touched {
+    /// The recorded ids.
+    pub fn ids(&self) -> impl Iterator<Item = &String> {
+        self.0.iter()
+    }
+
+    /// Forget them (after a checkpoint).
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    fn mark(&mut self, id: &str) {
+        if !self.0.contains(id) {
+            self.0.insert(id.to_string());
+        }
+    }
+}
+
+impl PartialEq for Touched {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// The scheduler's position inside a turn, checkpointed with the state so a turn
+/// stopped by a crash, Ctrl-C or a cancel continues where it stopped.
+///
+/// `path[idx..to]` is the batch being run; `path[idx..next]` are post-processed (their
+/// `node_finished` is committed); `path[next..to]` ran but are not post-processed yet.
+/// `to == None` means the batch at `idx` is not scheduled yet.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Cursor {
+    /// The turn's `message_id` (kept so a continued turn's events match).
+    pub message_id: String,
+    /// The turn's start, Unix seconds (the envelope's `created_at` and elapsed time).
+    pub started: f64,
+    /// `sys.query` of the turn.
+    pub query: String,
+    /// The turn's `inputs` in API shape.
+    pub inputs: Object,
+    /// The turn answers a form (RAGFlow's resume).
+    pub resume: bool,
+    /// First path position of the current batch.
+    pub idx: usize,
+    /// End of the current batch, once scheduled.
+    pub to: Option<usize>,
+    /// Next position of the batch to post-process.
+    pub next: usize,
+    /// The unhandled component error (id, message) that ends the turn after this batch.
+    pub error: Option<(String, String)>,
 }
 
 impl RunState {
@@ -49,11 +114,13 @@ impl RunState {
 
     /// RAGFlow's `set_output`: creates the key at the end when new.
     pub fn set_output(&mut self, cpn: &str, name: &str, v: Value) {
-        self.nodes
-            .entry(cpn.to_string())
-            .or_default()
-            .outputs
-            .insert(name.to_string(), v);
+        self.node_mut(cpn).outputs.insert(name.to_string(), v);
+    }
+
+    /// A component's state for changing (created when missing); recorded as touched.
+    pub fn node_mut(&mut self, cpn: &str) -> &mut NodeState {
+        self.touched.mark(cpn);
+        self.nodes.entry(cpn.to_string()).or_default()
     }
 
     /// The `_ERROR` output of a component, when set to a non-null value.

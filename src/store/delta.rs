@@ -14,17 +14,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::engine::RunState;
-use crate::engine::state::NodeState;
+use crate::engine::state::{Cursor, NodeState};
 use crate::engine::value::Object;
 
 /// Top-level `RunState` fields this module diffs itself (the others go in `extra`).
-const KNOWN_FIELDS: [&str; 6] = [
+const KNOWN_FIELDS: [&str; 7] = [
     "path",
     "globals",
     "history",
     "retrieval",
     "nodes",
     "counters",
+    "cursor",
 ];
 
 /// The changes that turn one [`RunState`] into the next (serialised as a checkpoint body).
@@ -54,12 +55,25 @@ pub struct Delta {
     /// Counters removed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub counters_del: Vec<String>,
+    /// The scheduler's position, when it changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<CursorDelta>,
     /// Other top-level fields (not known to this module) that changed, whole.
     #[serde(default, skip_serializing_if = "Object::is_empty")]
     pub extra: Object,
     /// Other top-level fields that disappeared from the serialised state.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extra_del: Vec<String>,
+}
+
+/// A change of the turn cursor (small: stored whole).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CursorDelta {
+    /// The new position.
+    Set(Box<Cursor>),
+    /// No turn under way any more.
+    Clear,
 }
 
 /// A list edit: keep the first `keep` items, then append `push`.
@@ -97,8 +111,30 @@ impl Delta {
     }
 }
 
+/// The changes from `prev` to `next`, trusting `next.touched` to name every component
+/// changed since `prev` (true when `prev` is the state as of the last checkpoint): only
+/// those are compared, so a checkpoint costs what changed, not the number of components.
+pub fn diff_touched(prev: &RunState, next: &RunState) -> Delta {
+    let d = diff_nodes(prev, next, Some(next.touched.ids()));
+    // Debug builds (and so the tests) check the trust is deserved.
+    debug_assert_eq!(
+        d,
+        diff(prev, next),
+        "a component changed without being touched"
+    );
+    d
+}
+
 /// The changes from `prev` to `next`.
 pub fn diff(prev: &RunState, next: &RunState) -> Delta {
+    diff_nodes(prev, next, None::<std::iter::Empty<&String>>)
+}
+
+fn diff_nodes<'a>(
+    prev: &RunState,
+    next: &'a RunState,
+    touched: Option<impl Iterator<Item = &'a String>>,
+) -> Delta {
     let mut d = Delta {
         path: splice(&prev.path, &next.path, |a, b| a == b),
         globals: object_delta(&prev.globals, &next.globals),
@@ -108,18 +144,40 @@ pub fn diff(prev: &RunState, next: &RunState) -> Delta {
         retrieval: splice(&prev.retrieval, &next.retrieval, same_value),
         ..Delta::default()
     };
-    for (id, node) in &next.nodes {
-        if prev.nodes.get(id).is_none_or(|p| !same_node(p, node)) {
-            d.nodes.insert(id.clone(), node.clone());
+    match touched {
+        Some(ids) => {
+            for id in ids {
+                match (prev.nodes.get(id), next.nodes.get(id)) {
+                    (p, Some(node)) if p.is_none_or(|p| !same_node(p, node)) => {
+                        d.nodes.insert(id.clone(), node.clone());
+                    }
+                    (Some(_), None) => d.nodes_del.push(id.clone()),
+                    _ => {}
+                }
+            }
+            d.nodes_del.sort();
+        }
+        None => {
+            for (id, node) in &next.nodes {
+                if prev.nodes.get(id).is_none_or(|p| !same_node(p, node)) {
+                    d.nodes.insert(id.clone(), node.clone());
+                }
+            }
+            d.nodes_del = removed_keys(prev.nodes.keys(), |k| next.nodes.contains_key(k));
         }
     }
-    d.nodes_del = removed_keys(prev.nodes.keys(), |k| next.nodes.contains_key(k));
     for (id, n) in &next.counters {
         if prev.counters.get(id) != Some(n) {
             d.counters.insert(id.clone(), *n);
         }
     }
     d.counters_del = removed_keys(prev.counters.keys(), |k| next.counters.contains_key(k));
+    if prev.cursor != next.cursor {
+        d.cursor = Some(match &next.cursor {
+            Some(c) => CursorDelta::Set(Box::new(c.clone())),
+            None => CursorDelta::Clear,
+        });
+    }
     if has_unknown_fields() {
         let (p, n) = (unknown_fields(prev), unknown_fields(next));
         for (k, v) in &n {
@@ -168,6 +226,11 @@ pub fn apply(state: &mut RunState, d: &Delta) -> Result<(), serde_json::Error> {
     }
     for (id, n) in &d.counters {
         state.counters.insert(id.clone(), *n);
+    }
+    match &d.cursor {
+        None => {}
+        Some(CursorDelta::Set(c)) => state.cursor = Some((**c).clone()),
+        Some(CursorDelta::Clear) => state.cursor = None,
     }
     if !d.extra.is_empty() || !d.extra_del.is_empty() {
         let mut v = serde_json::to_value(&*state)?;
@@ -326,7 +389,13 @@ mod tests {
     /// A random edit of `s`: the kinds of change a run makes, plus reorders and removals.
     fn mutate(r: &mut Rng, s: &mut RunState) {
         for _ in 0..=r.below(4) {
-            match r.below(12) {
+            match r.below(14) {
+                12 => {
+                    let c = s.cursor.get_or_insert_with(Default::default);
+                    c.next += 1;
+                    c.to = Some(c.next + r.below(3) as usize);
+                }
+                13 => s.cursor = None,
                 0 => s.path.push(format!("Node:{}", r.below(6))),
                 1 => {
                     let n = r.below(s.path.len() as u64 + 1) as usize;

@@ -7,6 +7,7 @@
 //! events as the serialised JSON lines it is given: it never formats output.
 
 pub mod delta;
+pub mod lease;
 mod schema;
 mod sqlite;
 
@@ -22,7 +23,8 @@ use sha2::{Digest, Sha256};
 
 use crate::engine::RunState;
 
-pub use delta::{Delta, apply, diff};
+pub use delta::{CursorDelta, Delta, apply, diff};
+pub use lease::holder as lease_holder;
 pub use schema::SCHEMA_VERSION;
 pub use sqlite::SqliteStore;
 
@@ -140,6 +142,59 @@ impl RunRecord {
     }
 }
 
+/// What kind of turn a turn is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TurnKind {
+    /// The run's first turn (`canvas run`).
+    Start,
+    /// Answers the form the run waits on.
+    Answer,
+    /// A next conversational turn (`canvas resume -q`).
+    Next,
+}
+
+impl TurnKind {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnKind::Start => "start",
+            TurnKind::Answer => "answer",
+            TurnKind::Next => "next",
+        }
+    }
+}
+
+/// One turn of a run, as stored when it began.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnRecord {
+    /// Its number (1 for the first).
+    pub turn: u32,
+    /// What started it.
+    pub kind: TurnKind,
+    /// `sys.query` given for it.
+    pub query: String,
+    /// Its `inputs` in API shape.
+    pub inputs: Value,
+    /// When it began, Unix seconds.
+    pub started_at: f64,
+    /// When it ended, if it did.
+    pub ended_at: Option<f64>,
+    /// The run's status when it ended.
+    pub status: Option<RunStatus>,
+}
+
+/// How a turn ended: the run's new status, error and pending form.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnEnd<'a> {
+    /// The run's status from now on.
+    pub status: RunStatus,
+    /// Why it failed or stopped.
+    pub error: Option<&'a str>,
+    /// The pending form, when waiting.
+    pub waiting: Option<&'a Value>,
+}
+
 /// Hex SHA-256 of a canvas text (to notice a canvas file changed before a resume).
 pub fn canvas_hash(text: &str) -> String {
     Sha256::digest(text.as_bytes())
@@ -233,6 +288,16 @@ pub trait Store: Send + Sync {
         events: &[String],
         state: Option<&RunState>,
     ) -> Result<()>;
+    /// [`Store::commit`], and in the same transaction end the turn: the run's status,
+    /// error and pending form, and the turn's end time.
+    fn end_turn(
+        &self,
+        run_id: &str,
+        turn: u32,
+        events: &[String],
+        state: Option<&RunState>,
+        end: TurnEnd<'_>,
+    ) -> Result<()>;
     /// The latest checkpointed state, `None` when the run has none yet.
     fn load_state(&self, run_id: &str) -> Result<Option<RunState>>;
     /// Every stored event of the run, in order.
@@ -247,8 +312,10 @@ pub trait Store: Send + Sync {
         error: Option<&str>,
         waiting: Option<&Value>,
     ) -> Result<()>;
-    /// Count a new turn; returns its number (1 for the first).
-    fn begin_turn(&self, run_id: &str) -> Result<u32>;
+    /// Record a new turn and mark the run running; returns its number (1 for the first).
+    fn begin_turn(&self, run_id: &str, kind: TurnKind, query: &str, inputs: &Value) -> Result<u32>;
+    /// The run's latest turn, `None` before the first.
+    fn last_turn(&self, run_id: &str) -> Result<Option<TurnRecord>>;
     /// Take the run's lease for `ttl`: true when it was free, expired or already ours.
     fn acquire_lease(&self, run_id: &str, owner: &str, ttl: Duration) -> Result<bool>;
     /// Extend our lease by `ttl`; [`StoreError::Leased`] when another owner holds it.

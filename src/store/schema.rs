@@ -46,6 +46,20 @@ const MIGRATIONS: &[&str] = &[
         body   TEXT NOT NULL,               -- RunState JSON, or delta::Delta JSON
         PRIMARY KEY (run_id, seq)
     ) WITHOUT ROWID;",
+    // 2: turns, so a turn that stopped before its first checkpoint can be run again;
+    // events without their second index (one page less written per checkpoint).
+    "DROP INDEX events_by_turn;
+    CREATE TABLE turns (
+        run_id     TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        turn       INTEGER NOT NULL,        -- 1, 2, ... per run
+        kind       TEXT NOT NULL CHECK (kind IN ('start', 'answer', 'next')),
+        query      TEXT NOT NULL,
+        inputs     TEXT NOT NULL,           -- JSON, API shape
+        started_at REAL NOT NULL,
+        ended_at   REAL,
+        status     TEXT,                    -- the run's status when the turn ended
+        PRIMARY KEY (run_id, turn)
+    ) WITHOUT ROWID;",
 ];
 
 /// The file's schema version.

@@ -17,13 +17,15 @@ use rusqlite::{
 };
 use serde_json::Value;
 
-use super::delta::{Delta, apply, diff};
+use super::delta::{Delta, apply, diff_touched};
 use super::schema::{self, sql};
-use super::{Result, RunRecord, RunStatus, Store, StoreError, unix_now};
+use super::{
+    Result, RunRecord, RunStatus, Store, StoreError, TurnEnd, TurnKind, TurnRecord, lease, unix_now,
+};
 use crate::engine::RunState;
 
 /// How long a writer waits for another process's transaction.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Deltas after which a full snapshot is written anyway (bounds `load_state`).
 const MAX_DELTAS: u32 = 1000;
 /// Runs whose last state is kept in memory for deltas.
@@ -233,10 +235,34 @@ impl SqliteStore {
                       OR lease_expires IS NULL OR lease_expires <= ?4)",
                 params![run_id, owner, now + ttl.as_secs_f64(), now],
             )?;
-            if n == 0 {
-                SqliteStore::must_exist(tx, run_id)?;
+            if n == 1 {
+                return Ok(true);
             }
-            Ok(n == 1)
+            let holder: Option<Option<String>> = one(
+                tx,
+                op,
+                "SELECT lease_owner FROM runs WHERE id = ?1",
+                [run_id],
+                |r| r.get(0),
+            )?;
+            let Some(holder) = holder else {
+                return Err(StoreError::NotFound(run_id.to_string()));
+            };
+            // A lease held by a process of this machine that is gone is stale at once:
+            // a killed run can be resumed without waiting for the lease to expire.
+            match holder {
+                Some(h) if lease::holder_is_dead(&h) => {
+                    let n = exec(
+                        tx,
+                        op,
+                        "UPDATE runs SET lease_owner = ?2, lease_expires = ?3
+                         WHERE id = ?1 AND lease_owner = ?4",
+                        params![run_id, owner, now + ttl.as_secs_f64(), h],
+                    )?;
+                    Ok(n == 1)
+                }
+                _ => Ok(false),
+            }
         })
     }
 
@@ -249,6 +275,137 @@ impl SqliteStore {
             SqliteStore::must_exist(&g.conn, run_id)?;
         }
         Ok(out)
+    }
+
+    /// `commit`, optionally ending the turn in the same transaction.
+    fn commit_with(
+        &self,
+        run_id: &str,
+        turn: u32,
+        events: &[String],
+        state: Option<&RunState>,
+        end: Option<TurnEnd<'_>>,
+    ) -> Result<()> {
+        let op = Op("committing", run_id);
+
+        let mut g = self.lock();
+        let Inner {
+            conn,
+            cache,
+            checkpoint_bytes,
+        } = &mut *g;
+        // Work out the checkpoint before taking the write lock: it is pure CPU.
+        let plan = match (state, cache.get(run_id)) {
+            (None, _) => None,
+            (Some(next), None) => Some(Plan::Full(to_json(next)?)),
+            (Some(next), Some(c)) => {
+                let d = diff_touched(&c.state, next);
+                Some(if d.is_empty() {
+                    Plan::Unchanged
+                } else {
+                    let body = to_json(&d)?;
+                    if c.deltas >= MAX_DELTAS || c.delta_bytes + body.len() > c.full_bytes {
+                        Plan::Full(to_json(next)?)
+                    } else {
+                        Plan::Delta(Box::new(d), body)
+                    }
+                })
+            }
+        };
+
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| op.err(e))?;
+        // The run's row is not rewritten per checkpoint (it holds the canvas text, and
+        // a row update rewrites it whole): only turn starts and ends touch it.
+        SqliteStore::must_exist(&tx, run_id)?;
+        if !events.is_empty() {
+            let q = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?1";
+            let last: i64 = one(&tx, op, q, [run_id], |r| r.get(0))?.unwrap_or(0);
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO events (run_id, seq, turn, body) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(|e| op.err(e))?;
+            for (seq, body) in (last + 1..).zip(events) {
+                insert
+                    .execute(params![run_id, seq, turn, body])
+                    .map_err(|e| op.err(e))?;
+            }
+        }
+        // (seq, body bytes, the delta; `None` for a full snapshot)
+        let mut written: Option<(i64, usize, Option<Box<Delta>>)> = None;
+        if let (Some(next), Some(plan)) = (state, plan) {
+            let q = "SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE run_id = ?1";
+            let last: i64 = one(&tx, op, q, [run_id], |r| r.get(0))?.unwrap_or(0);
+            // Another process checkpointed since we did: our base is stale.
+            let fresh = cache.get(run_id).is_some_and(|c| c.seq == last);
+            let seq = last + 1;
+            let insert = |kind: &str, body: &str| {
+                exec(
+                    &tx,
+                    op,
+                    "INSERT INTO checkpoints (run_id, seq, turn, kind, body)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![run_id, seq, turn, kind, body],
+                )
+            };
+            let full = match plan {
+                Plan::Unchanged if fresh => None,
+                Plan::Delta(d, body) if fresh => {
+                    insert("delta", &body)?;
+                    written = Some((seq, body.len(), Some(d)));
+                    None
+                }
+                Plan::Full(body) => Some(body),
+                Plan::Unchanged | Plan::Delta(..) => Some(to_json(next)?),
+            };
+            if let Some(body) = full {
+                insert("full", &body)?;
+                let prune = "DELETE FROM checkpoints WHERE run_id = ?1 AND seq < ?2";
+                exec(&tx, op, prune, params![run_id, seq])?;
+                written = Some((seq, body.len(), None));
+            }
+        }
+        if let Some(end) = end {
+            let now = unix_now();
+            let waiting = end.waiting.map(to_json).transpose()?;
+            exec(
+                &tx,
+                op,
+                "UPDATE runs SET status = ?2, error = ?3, waiting = ?4, updated_at = ?5 WHERE id = ?1",
+                params![run_id, end.status.as_str(), end.error, waiting, now],
+            )?;
+            exec(
+                &tx,
+                op,
+                "UPDATE turns SET ended_at = ?3, status = ?4 WHERE run_id = ?1 AND turn = ?2",
+                params![run_id, turn, now, end.status.as_str()],
+            )?;
+        }
+        tx.commit().map_err(|e| op.err(e))?;
+
+        // Only now that it is durable does the cache move on.
+        let (Some(next), Some((seq, len, delta))) = (state, written) else {
+            return Ok(());
+        };
+        *checkpoint_bytes += len as u64;
+        match delta {
+            None => SqliteStore::remember(cache, run_id, Cached::full(next.clone(), seq, len)),
+            Some(d) => {
+                let moved_on = cache.get_mut(run_id).is_some_and(|c| {
+                    c.seq = seq;
+                    c.delta_bytes += len;
+                    c.deltas += 1;
+                    apply(&mut c.state, &d).is_ok()
+                });
+                if !moved_on {
+                    // The next checkpoint will be a full one.
+                    cache.remove(run_id);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Remember `c` as the run's latest checkpoint (bounded: the cache is for the few
@@ -347,110 +504,18 @@ impl Store for SqliteStore {
         events: &[String],
         state: Option<&RunState>,
     ) -> Result<()> {
-        let op = Op("committing", run_id);
-        let mut g = self.lock();
-        let Inner {
-            conn,
-            cache,
-            checkpoint_bytes,
-        } = &mut *g;
-        // Work out the checkpoint before taking the write lock: it is pure CPU.
-        let plan = match (state, cache.get(run_id)) {
-            (None, _) => None,
-            (Some(next), None) => Some(Plan::Full(to_json(next)?)),
-            (Some(next), Some(c)) => {
-                let d = diff(&c.state, next);
-                Some(if d.is_empty() {
-                    Plan::Unchanged
-                } else {
-                    let body = to_json(&d)?;
-                    if c.deltas >= MAX_DELTAS || c.delta_bytes + body.len() > c.full_bytes {
-                        Plan::Full(to_json(next)?)
-                    } else {
-                        Plan::Delta(Box::new(d), body)
-                    }
-                })
-            }
-        };
+        self.commit_with(run_id, turn, events, state, None)
+    }
 
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| op.err(e))?;
-        let touch = "UPDATE runs SET updated_at = ?2 WHERE id = ?1";
-        if exec(&tx, op, touch, params![run_id, unix_now()])? == 0 {
-            return Err(StoreError::NotFound(run_id.to_string()));
-        }
-        if !events.is_empty() {
-            let q = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?1";
-            let last: i64 = one(&tx, op, q, [run_id], |r| r.get(0))?.unwrap_or(0);
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO events (run_id, seq, turn, body) VALUES (?1, ?2, ?3, ?4)",
-                )
-                .map_err(|e| op.err(e))?;
-            for (seq, body) in (last + 1..).zip(events) {
-                insert
-                    .execute(params![run_id, seq, turn, body])
-                    .map_err(|e| op.err(e))?;
-            }
-        }
-        // (seq, body bytes, the delta; `None` for a full snapshot)
-        let mut written: Option<(i64, usize, Option<Box<Delta>>)> = None;
-        if let (Some(next), Some(plan)) = (state, plan) {
-            let q = "SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE run_id = ?1";
-            let last: i64 = one(&tx, op, q, [run_id], |r| r.get(0))?.unwrap_or(0);
-            // Another process checkpointed since we did: our base is stale.
-            let fresh = cache.get(run_id).is_some_and(|c| c.seq == last);
-            let seq = last + 1;
-            let insert = |kind: &str, body: &str| {
-                exec(
-                    &tx,
-                    op,
-                    "INSERT INTO checkpoints (run_id, seq, turn, kind, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![run_id, seq, turn, kind, body],
-                )
-            };
-            let full = match plan {
-                Plan::Unchanged if fresh => None,
-                Plan::Delta(d, body) if fresh => {
-                    insert("delta", &body)?;
-                    written = Some((seq, body.len(), Some(d)));
-                    None
-                }
-                Plan::Full(body) => Some(body),
-                Plan::Unchanged | Plan::Delta(..) => Some(to_json(next)?),
-            };
-            if let Some(body) = full {
-                insert("full", &body)?;
-                let prune = "DELETE FROM checkpoints WHERE run_id = ?1 AND seq < ?2";
-                exec(&tx, op, prune, params![run_id, seq])?;
-                written = Some((seq, body.len(), None));
-            }
-        }
-        tx.commit().map_err(|e| op.err(e))?;
-
-        // Only now that it is durable does the cache move on.
-        let (Some(next), Some((seq, len, delta))) = (state, written) else {
-            return Ok(());
-        };
-        *checkpoint_bytes += len as u64;
-        match delta {
-            None => SqliteStore::remember(cache, run_id, Cached::full(next.clone(), seq, len)),
-            Some(d) => {
-                let moved_on = cache.get_mut(run_id).is_some_and(|c| {
-                    c.seq = seq;
-                    c.delta_bytes += len;
-                    c.deltas += 1;
-                    apply(&mut c.state, &d).is_ok()
-                });
-                if !moved_on {
-                    // The next checkpoint will be a full one.
-                    cache.remove(run_id);
-                }
-            }
-        }
-        Ok(())
+    fn end_turn(
+        &self,
+        run_id: &str,
+        turn: u32,
+        events: &[String],
+        state: Option<&RunState>,
+        end: TurnEnd<'_>,
+    ) -> Result<()> {
+        self.commit_with(run_id, turn, events, state, Some(end))
     }
 
     fn load_state(&self, run_id: &str) -> Result<Option<RunState>> {
@@ -522,14 +587,79 @@ impl Store for SqliteStore {
         )
     }
 
-    fn begin_turn(&self, run_id: &str) -> Result<u32> {
+    fn begin_turn(&self, run_id: &str, kind: TurnKind, query: &str, inputs: &Value) -> Result<u32> {
         let op = Op("beginning a turn", run_id);
-        let q = "UPDATE runs SET turns = turns + 1, updated_at = ?2 WHERE id = ?1 RETURNING turns";
-        let p = params![run_id, unix_now()];
-        let turns: Option<i64> = self.write(op, |tx| one(tx, op, q, p, |r| r.get(0)))?;
+        let inputs = to_json(inputs)?;
+        let q = "UPDATE runs SET turns = turns + 1, status = 'running', error = NULL,
+                 waiting = NULL, updated_at = ?2 WHERE id = ?1 RETURNING turns";
+        let now = unix_now();
+        let turns: Option<i64> = self.write(op, |tx| {
+            let n: Option<i64> = one(tx, op, q, params![run_id, now], |r| r.get(0))?;
+            if let Some(n) = n {
+                exec(
+                    tx,
+                    op,
+                    "INSERT INTO turns (run_id, turn, kind, query, inputs, started_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![run_id, n, kind.as_str(), query, inputs, now],
+                )?;
+            }
+            Ok(n)
+        })?;
         let turns = turns.ok_or_else(|| StoreError::NotFound(run_id.to_string()))?;
         u32::try_from(turns)
             .map_err(|_| StoreError::Corrupt(format!("run {run_id} has {turns} turns")))
+    }
+
+    fn last_turn(&self, run_id: &str) -> Result<Option<TurnRecord>> {
+        let op = Op("reading the last turn", run_id);
+        let g = self.lock();
+        let q = "SELECT turn, kind, query, inputs, started_at, ended_at, status FROM turns
+                 WHERE run_id = ?1 ORDER BY turn DESC LIMIT 1";
+        type Raw = (
+            i64,
+            String,
+            String,
+            String,
+            f64,
+            Option<f64>,
+            Option<String>,
+        );
+        let row: Option<Raw> = one(&g.conn, op, q, [run_id], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ))
+        })?;
+        let Some((turn, kind, query, inputs, started_at, ended_at, status)) = row else {
+            SqliteStore::must_exist(&g.conn, run_id)?;
+            return Ok(None);
+        };
+        let corrupt =
+            |what: &str| StoreError::Corrupt(format!("run {run_id}: turn {turn}: {what}"));
+        let kind = match kind.as_str() {
+            "start" => TurnKind::Start,
+            "answer" => TurnKind::Answer,
+            "next" => TurnKind::Next,
+            other => return Err(corrupt(&format!("unknown kind {other:?}"))),
+        };
+        let status = status
+            .map(|st| st.parse::<RunStatus>().map_err(|e| corrupt(&e.to_string())))
+            .transpose()?;
+        Ok(Some(TurnRecord {
+            turn: u32::try_from(turn).map_err(|_| corrupt("bad number"))?,
+            kind,
+            query,
+            inputs: from_json(&inputs, || format!("reading turn {turn} of run {run_id}"))?,
+            started_at,
+            ended_at,
+            status,
+        }))
     }
 
     fn acquire_lease(&self, run_id: &str, owner: &str, ttl: Duration) -> Result<bool> {
@@ -876,11 +1006,75 @@ mod tests {
     }
 
     #[test]
+    fn end_turn_sets_the_status_with_the_checkpoint() {
+        let store = mem();
+        run(&store, "01R", 1.0);
+        let turn = store
+            .begin_turn("01R", TurnKind::Start, "q", &json!({}))
+            .unwrap();
+        let form = json!({"inputs": {"name": {"type": "line"}}, "tips": ""});
+        let end = TurnEnd {
+            status: RunStatus::Waiting,
+            error: None,
+            waiting: Some(&form),
+        };
+        let s = big_state(2);
+        store
+            .end_turn("01R", turn, &["{\"e\":1}".into()], Some(&s), end)
+            .unwrap();
+        let got = store.find_run("01R").unwrap();
+        assert_eq!((got.status, got.waiting), (RunStatus::Waiting, Some(form)));
+        assert_eq!(store.load_state("01R").unwrap(), Some(s));
+        assert_eq!(store.events("01R").unwrap(), ["{\"e\":1}"]);
+        let last = store.last_turn("01R").unwrap().unwrap();
+        assert_eq!(last.status, Some(RunStatus::Waiting));
+        assert!(last.ended_at.is_some());
+    }
+
+    #[test]
+    fn a_dead_local_holder_loses_the_lease_at_once() {
+        let store = mem();
+        run(&store, "01R", 1.0);
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let me = crate::store::lease_holder();
+        let host = me.split(':').next().unwrap();
+        let dead = format!("{host}:{pid}:1");
+        let ttl = Duration::from_secs(300);
+        assert!(store.acquire_lease("01R", &dead, ttl).unwrap());
+        if std::path::Path::new("/proc/self/stat").exists() {
+            assert!(store.acquire_lease("01R", &me, ttl).unwrap());
+            assert_eq!(store.lease_owner("01R").unwrap(), Some(me.clone()));
+        }
+        // A live holder keeps it.
+        assert!(!store.acquire_lease("01R", "elsewhere:1:1", ttl).unwrap());
+    }
+
+    #[test]
     fn status_turns_and_waiting_form() {
         let store = mem();
         let rec = run(&store, "01R", 1.0);
-        assert_eq!(store.begin_turn("01R").unwrap(), 1);
-        assert_eq!(store.begin_turn("01R").unwrap(), 2);
+        assert_eq!(store.last_turn("01R").unwrap(), None);
+        let inputs = json!({"name": {"value": "Ada"}});
+        assert_eq!(
+            store
+                .begin_turn("01R", TurnKind::Start, "hi", &inputs)
+                .unwrap(),
+            1
+        );
+        assert_eq!(
+            store
+                .begin_turn("01R", TurnKind::Next, "more", &json!({}))
+                .unwrap(),
+            2
+        );
+        let last = store.last_turn("01R").unwrap().unwrap();
+        assert_eq!(
+            (last.turn, last.kind, last.query.as_str(), last.ended_at),
+            (2, TurnKind::Next, "more", None)
+        );
+        assert_eq!(store.find_run("01R").unwrap().status, RunStatus::Running);
         let form = json!({"component_id": "UserFillUp:Ask", "inputs": {"name": {"type": "line"}}});
         store
             .set_status("01R", RunStatus::Waiting, None, Some(&form))
@@ -904,7 +1098,7 @@ mod tests {
             (RunStatus::Failed, Some("component \"X\" failed"), None)
         );
         assert!(matches!(
-            store.begin_turn("nope"),
+            store.begin_turn("nope", TurnKind::Start, "", &json!({})),
             Err(StoreError::NotFound(_))
         ));
         assert!(matches!(
@@ -1214,7 +1408,7 @@ mod tests {
                     for i in 0..25 {
                         let rec = RunRecord::new("flow.json", format!("{{\"w\": {w}}}"));
                         store.create_run(&rec)?;
-                        let turn = store.begin_turn(&rec.id)?;
+                        let turn = store.begin_turn(&rec.id, TurnKind::Start, "", &json!({}))?;
                         assert!(store.acquire_lease(
                             &rec.id,
                             &format!("w{w}"),

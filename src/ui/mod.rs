@@ -2,6 +2,7 @@
 //! `io::Write`, so tests render into a buffer. They never decide control flow.
 
 mod jsonl;
+pub mod prompt;
 mod sse;
 mod text;
 
@@ -29,6 +30,10 @@ pub enum RunEnd {
     Waiting,
     /// The run crashed where RAGFlow crashes (or hit something unsupported).
     Crashed,
+    /// Ctrl-C stopped the run at a node boundary; resumable.
+    Interrupted,
+    /// `canvas cancel` stopped the run at a node boundary; resumable.
+    Cancelled,
 }
 
 /// Turns events into output.

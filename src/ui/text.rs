@@ -189,6 +189,21 @@ impl<W: Write + Send> Renderer for TextRenderer<W> {
                 self.line(&s)?;
             }
         }
+        let stopped = match end {
+            RunEnd::Interrupted => Some("interrupted"),
+            RunEnd::Cancelled => Some("cancelled"),
+            _ => None,
+        };
+        if let Some(how) = stopped.filter(|_| !self.opts.quiet) {
+            let s = self.paint(
+                "33",
+                &format!(
+                    "{how} · {} nodes · canvas resume {} continues it",
+                    self.nodes, self.run_id
+                ),
+            );
+            self.line(&s)?;
+        }
         self.out.flush()
     }
 }

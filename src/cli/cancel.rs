@@ -1,0 +1,82 @@
+//! `canvas cancel RUN_ID`: ask the process running a run to stop at its next node
+//! boundary. The run is stored as cancelled and stays resumable.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{CliError, exit};
+use crate::store::{RunStatus, SqliteStore, Store, TurnEnd};
+
+/// Options of `canvas cancel`.
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    /// The run id (a unique prefix, or `latest`).
+    pub run_id: String,
+    /// SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db].
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+/// Run `canvas cancel`.
+pub fn exec(args: CancelArgs) -> Result<u8, CliError> {
+    let path = args.store.unwrap_or_else(crate::store::default_path);
+    if !path.exists() {
+        return Err(CliError::invalid(format!(
+            "no run store at {}",
+            path.display()
+        )));
+    }
+    let store = SqliteStore::open(&path).map_err(|e| {
+        CliError::invalid(format!(
+            "{}: cannot open the run store: {e}",
+            path.display()
+        ))
+    })?;
+    let rec = store
+        .find_run(&args.run_id)
+        .map_err(|e| CliError::invalid(e.to_string()).hint("canvas runs lists the stored runs"))?;
+    let store_err =
+        |e: crate::store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
+    if rec.status != RunStatus::Running {
+        return Err(CliError::invalid(format!(
+            "run {} is not running (it is {})",
+            rec.id, rec.status
+        )));
+    }
+    // Taking the lease succeeds only when no live process holds it.
+    if store
+        .acquire_lease(
+            &rec.id,
+            &crate::store::lease_holder(),
+            std::time::Duration::from_secs(5),
+        )
+        .map_err(store_err)?
+    {
+        // Nobody runs it any more (the process died): mark it cancelled here.
+        let end = TurnEnd {
+            status: RunStatus::Cancelled,
+            error: Some("cancelled"),
+            waiting: None,
+        };
+        let turn = store
+            .last_turn(&rec.id)
+            .map_err(store_err)?
+            .map_or(0, |t| t.turn);
+        store
+            .end_turn(&rec.id, turn, &[], None, end)
+            .map_err(store_err)?;
+        let _ = store.release_lease(&rec.id, &crate::store::lease_holder());
+        eprintln!(
+            "run {} was not being run; it is now cancelled (canvas resume {} continues it)",
+            rec.id, rec.id
+        );
+        return Ok(exit::OK);
+    }
+    store.request_cancel(&rec.id).map_err(store_err)?;
+    eprintln!(
+        "cancel requested: run {} stops at its next node boundary (canvas resume {} continues it)",
+        rec.id, rec.id
+    );
+    Ok(exit::OK)
+}

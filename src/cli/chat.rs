@@ -1,0 +1,158 @@
+//! `canvas chat FILE`: a conversational canvas as a chat in the terminal. One run; each
+//! line typed is a turn (`sys.query`), with `sys.history` and `sys.conversation_turns`
+//! carried between turns as RAGFlow's session does. Reads lines from stdin when it is
+//! not a terminal.
+
+use std::io::{self, BufRead, IsTerminal};
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::Value;
+
+use super::session::{Next, Session, TurnArgs};
+use super::{CliError, exit};
+use crate::components::Registry;
+use crate::dsl;
+use crate::engine::Canvas;
+use crate::engine::value::Object;
+use crate::store::{RunRecord, Store, TurnKind};
+
+/// Options of `canvas chat`.
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// The canvas file (JSON or YAML).
+    pub file: PathBuf,
+    /// Options shared with `run` (`-q` is the first message).
+    #[command(flatten)]
+    pub turn: TurnArgs,
+}
+
+/// Run `canvas chat`.
+pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
+    let label = args.file.display().to_string();
+    if label == "-" {
+        return Err(CliError::invalid(
+            "chat reads your messages from stdin: give the canvas as a file",
+        ));
+    }
+    let loaded =
+        dsl::load_path(&args.file).map_err(|e| CliError::invalid(format!("{label}: {e}")))?;
+    let canvas = Canvas::compile(loaded.dsl, &Registry)
+        .map_err(|e| CliError::invalid(format!("{label}: {e}")))?;
+    let mut turn_args = args.turn.clone();
+    // A chat shows the conversation; node lines only with -v.
+    if !turn_args.verbose {
+        turn_args.quiet = true;
+    }
+    let store = turn_args.open_store()?;
+    let source = std::fs::canonicalize(&args.file)
+        .map(|p| p.display().to_string())
+        .unwrap_or(label.clone());
+    let record = RunRecord::new(source, loaded.text);
+    store
+        .create_run(&record)
+        .map_err(|e| CliError::new(exit::FAILED, format!("run store: {e}")))?;
+    let session = Session {
+        label,
+        canvas: &canvas,
+        store: &store,
+        run_id: record.id.clone(),
+        args: &turn_args,
+    };
+    let tty = io::stdin().is_terminal() && io::stderr().is_terminal();
+    if let Some(p) = canvas
+        .node("begin")
+        .and_then(|b| b.params.get("prologue"))
+        .and_then(Value::as_str)
+        .filter(|p| !p.trim().is_empty())
+    {
+        eprintln!("{p}");
+    }
+    if tty {
+        eprintln!("(run {}; an empty line or Ctrl-D ends the chat)", record.id);
+    }
+    let mut state = canvas.fresh_state();
+    let mut first = true;
+    let mut pending = Some(args.turn.query.clone()).filter(|q| !q.is_empty());
+    let mut stdin = io::stdin().lock();
+    let mut code = exit::OK;
+    loop {
+        let line = match pending.take() {
+            Some(q) => q,
+            None => match read_line(tty, &mut stdin)? {
+                Some(l) => l,
+                None => break,
+            },
+        };
+        let query = line.trim().to_string();
+        if query.is_empty() {
+            if tty {
+                break;
+            }
+            continue;
+        }
+        let next = Next::Turn {
+            kind: if first {
+                TurnKind::Start
+            } else {
+                TurnKind::Next
+            },
+            query,
+            inputs: Object::new(),
+        };
+        first = false;
+        match session.drive(state, next) {
+            Ok(d) => {
+                state = d.state;
+                code = d.code;
+                if code == exit::WAITING {
+                    // The form could not be asked here: the run waits for `resume -i`.
+                    return Ok(code);
+                }
+            }
+            Err(e) => {
+                e.report(turn_args.verbose);
+                if e.code == exit::INTERRUPTED {
+                    return Err(CliError::new(exit::INTERRUPTED, "chat interrupted")
+                        .hint(format!("canvas resume {} continues the run", record.id)));
+                }
+                code = e.code;
+                // The failed turn is over; the next one starts from what was stored.
+                state = store
+                    .load_state(&record.id)
+                    .ok()
+                    .flatten()
+                    .map(|mut s| {
+                        s.cursor = None;
+                        s
+                    })
+                    .unwrap_or_else(|| canvas.fresh_state());
+            }
+        }
+    }
+    Ok(code)
+}
+
+/// The next message: a prompt on a terminal, else a line of stdin. `None` at the end.
+fn read_line(tty: bool, stdin: &mut impl BufRead) -> Result<Option<String>, CliError> {
+    if tty {
+        let line = dialoguer::Input::<String>::new()
+            .with_prompt("you")
+            .allow_empty(true)
+            .interact_text();
+        return match line {
+            Ok(l) => Ok(Some(l)),
+            // Ctrl-C / Ctrl-D at the prompt end the chat.
+            Err(_) => Ok(None),
+        };
+    }
+    let mut buf = String::new();
+    match stdin.read_line(&mut buf) {
+        Ok(0) => Ok(None),
+        Ok(_) => Ok(Some(buf.trim_end_matches(['\n', '\r']).to_string())),
+        Err(e) => Err(CliError::new(
+            exit::FAILED,
+            format!("cannot read stdin: {e}"),
+        )),
+    }
+}

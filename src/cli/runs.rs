@@ -1,0 +1,285 @@
+//! `canvas runs`: list the stored runs, newest first. Also the helpers the read-only
+//! commands (`runs`, `show`, `events`) share: finding the store without creating it,
+//! looking a run up, local times, the JSON shape of a run, and writing to stdout.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{CliError, exit};
+use crate::store::{RunRecord, RunStatus, SqliteStore, Store, StoreError};
+
+/// Output formats of `canvas runs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RunsFormat {
+    /// Aligned columns.
+    Table,
+    /// A JSON array of runs.
+    Json,
+}
+
+/// Options of `canvas runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Only runs with this status.
+    #[arg(
+        long,
+        value_name = "S",
+        ignore_case = true,
+        value_parser = PossibleValuesParser::new(RunStatus::ALL.map(RunStatus::as_str))
+            .try_map(|s| s.parse::<RunStatus>())
+    )]
+    pub status: Option<RunStatus>,
+    /// At most N runs (0 = all).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub limit: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = RunsFormat::Table)]
+    pub format: RunsFormat,
+    /// SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db].
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+/// Run `canvas runs`.
+pub fn exec(args: RunsArgs) -> Result<u8, CliError> {
+    let path = store_path(args.store.as_deref());
+    let runs = match open_existing(&path)? {
+        Some(store) => store
+            .list_runs(args.status, args.limit)
+            .map_err(store_failure)?,
+        None => Vec::new(),
+    };
+    match args.format {
+        RunsFormat::Json => {
+            let rows: Vec<RunJson<'_>> = runs.iter().map(RunJson::from).collect();
+            write_stdout(|out| {
+                serde_json::to_writer_pretty(&mut *out, &rows)?;
+                writeln!(out)
+            })
+        }
+        RunsFormat::Table if runs.is_empty() => {
+            let which = args.status.map(|s| format!("{s} ")).unwrap_or_default();
+            eprintln!("no {which}runs in {}", path.display());
+            Ok(exit::OK)
+        }
+        RunsFormat::Table => write_stdout(|out| out.write_all(table(&runs).as_bytes())),
+    }
+}
+
+/// The runs as aligned columns `ID  STATUS  TURNS  UPDATED  CANVAS`, one line each.
+fn table(runs: &[RunRecord]) -> String {
+    let header = ["ID", "STATUS", "TURNS", "UPDATED", "CANVAS"];
+    let rows: Vec<[String; 5]> = runs
+        .iter()
+        .map(|r| {
+            [
+                r.id.clone(),
+                r.status.to_string(),
+                r.turns.to_string(),
+                local_time(r.updated_at),
+                r.source.clone(),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut s = String::new();
+    let mut push = |cells: [&str; 5]| {
+        let [id, status, turns, updated, source] = cells;
+        // The last column is not padded: no trailing spaces. Counts align right.
+        s.push_str(&format!(
+            "{id:<w0$}  {status:<w1$}  {turns:>w2$}  {updated:<w3$}  {source}\n",
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+        ));
+    };
+    push(header);
+    for row in &rows {
+        push([&row[0], &row[1], &row[2], &row[3], &row[4]]);
+    }
+    s
+}
+
+/// A run as the read-only commands print it in JSON: the record without the canvas text.
+#[derive(Debug, Serialize)]
+pub(super) struct RunJson<'a> {
+    id: &'a str,
+    source: &'a str,
+    canvas_hash: &'a str,
+    status: RunStatus,
+    parent: Option<&'a str>,
+    created_at: f64,
+    updated_at: f64,
+    turns: u32,
+    error: Option<&'a str>,
+    waiting: Option<&'a Value>,
+}
+
+impl<'a> From<&'a RunRecord> for RunJson<'a> {
+    fn from(r: &'a RunRecord) -> Self {
+        RunJson {
+            id: &r.id,
+            source: &r.source,
+            canvas_hash: &r.canvas_hash,
+            status: r.status,
+            parent: r.parent.as_deref(),
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            turns: r.turns,
+            error: r.error.as_deref(),
+            waiting: r.waiting.as_ref(),
+        }
+    }
+}
+
+/// The store `--store` names, else the default (`$CANVAS_STORE`, ...).
+pub(super) fn store_path(flag: Option<&Path>) -> PathBuf {
+    flag.map_or_else(crate::store::default_path, Path::to_path_buf)
+}
+
+/// Open the store at `path`, or `None` when there is no file: a read-only command must
+/// not leave an empty store behind.
+pub(super) fn open_existing(path: &Path) -> Result<Option<SqliteStore>, CliError> {
+    let cannot = |e: &dyn std::fmt::Display| {
+        CliError::invalid(format!(
+            "{}: cannot open the run store: {e}",
+            path.display()
+        ))
+    };
+    match path.try_exists() {
+        Ok(false) => Ok(None),
+        Ok(true) => SqliteStore::open(path).map(Some).map_err(|e| cannot(&e)),
+        Err(e) => Err(cannot(&e)),
+    }
+}
+
+/// The run `id` names (full id, unique prefix or `latest`) in the store at `path`.
+pub(super) fn find_run(path: &Path, id: &str) -> Result<(SqliteStore, RunRecord), CliError> {
+    let hint = "canvas runs lists the stored runs";
+    let Some(store) = open_existing(path)? else {
+        return Err(CliError::invalid(format!(
+            "no run matches \"{id}\": there is no run store at {}",
+            path.display()
+        ))
+        .hint(hint));
+    };
+    match store.find_run(id) {
+        Ok(rec) => Ok((store, rec)),
+        Err(e @ (StoreError::NotFound(_) | StoreError::Ambiguous { .. })) => {
+            Err(CliError::invalid(e.to_string()).hint(hint))
+        }
+        Err(e) => Err(store_failure(e)),
+    }
+}
+
+/// A store that failed while reading (exit 1).
+pub(super) fn store_failure(e: StoreError) -> CliError {
+    CliError::new(exit::FAILED, format!("run store: {e}"))
+}
+
+/// Unix seconds as local `YYYY-MM-DD HH:MM:SS` (`-` when out of range).
+pub(super) fn local_time(secs: f64) -> String {
+    let whole = secs.floor();
+    // The float-to-int cast saturates; from_timestamp rejects what is out of range.
+    let nanos = ((secs - whole) * 1e9) as u32;
+    chrono::DateTime::from_timestamp(whole as i64, nanos.min(999_999_999))
+        .map(|t| {
+            t.with_timezone(&chrono::Local)
+                .format("%Y-%m-%d %H:%M:%S")
+                .to_string()
+        })
+        .unwrap_or_else(|| "-".to_string())
+}
+
+/// Write to stdout (buffered) and flush; a closed stdout (`| head`) is a quiet success.
+pub(super) fn write_stdout(
+    f: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<u8, CliError> {
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    output_result(f(&mut out).and_then(|()| out.flush()))
+}
+
+/// The exit code for the outcome of writing the output.
+pub(super) fn output_result(res: io::Result<()>) -> Result<u8, CliError> {
+    match res {
+        Ok(()) => Ok(exit::OK),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(exit::OK),
+        Err(e) => Err(CliError::new(
+            exit::FAILED,
+            format!("cannot write the output: {e}"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(id: &str, source: &str, turns: u32) -> RunRecord {
+        RunRecord {
+            id: id.into(),
+            turns,
+            ..RunRecord::new(source, "{}")
+        }
+    }
+
+    #[test]
+    fn table_aligns_columns_without_trailing_spaces() {
+        let t = table(&[rec("01AAA", "/x/flow.json", 12), rec("01B", "-", 3)]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(
+            lines[0].starts_with("ID     STATUS   TURNS  UPDATED"),
+            "{t}"
+        );
+        assert!(lines[1].starts_with("01AAA  running     12  "), "{t}");
+        assert!(lines[2].starts_with("01B    running      3  "), "{t}");
+        assert!(lines[1].ends_with("  /x/flow.json"), "{t}");
+        assert!(lines[2].ends_with("  -"), "{t}");
+        let col = lines[0].find("CANVAS").unwrap();
+        assert_eq!(lines[1].find("/x/flow.json"), Some(col));
+    }
+
+    #[test]
+    fn local_time_shape_and_out_of_range() {
+        let s = local_time(1_700_000_000.5);
+        assert_eq!(s.len(), 19, "{s}");
+        assert_eq!(&s[4..5], "-");
+        assert_eq!(&s[13..14], ":");
+        assert_eq!(local_time(f64::INFINITY), "-");
+    }
+
+    #[test]
+    fn json_leaves_the_canvas_text_out() {
+        let r = rec("01A", "-", 1);
+        let v = serde_json::to_value(RunJson::from(&r)).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "id",
+                "source",
+                "canvas_hash",
+                "status",
+                "parent",
+                "created_at",
+                "updated_at",
+                "turns",
+                "error",
+                "waiting"
+            ]
+        );
+        assert_eq!(v["status"], "running");
+    }
+}

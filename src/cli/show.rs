@@ -1,0 +1,230 @@
+//! `canvas show RUN_ID`: one stored run's summary (status, canvas, times, the form it
+//! waits on, its error) and what to do next.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::CliError;
+use super::runs::{RunJson, find_run, local_time, store_failure, store_path, write_stdout};
+use crate::store::{RunRecord, RunStatus, Store};
+
+/// Output formats of `canvas show`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShowFormat {
+    /// Readable lines.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+/// Options of `canvas show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The run id (a unique prefix, or `latest`).
+    pub run_id: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
+    pub format: ShowFormat,
+    /// SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db].
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+/// `canvas show --format json`: the run as `canvas runs` prints it, plus its event count.
+#[derive(Debug, Serialize)]
+struct ShowJson<'a> {
+    #[serde(flatten)]
+    run: RunJson<'a>,
+    events: usize,
+}
+
+/// Run `canvas show`.
+pub fn exec(args: ShowArgs) -> Result<u8, CliError> {
+    let path = store_path(args.store.as_deref());
+    let (store, rec) = find_run(&path, &args.run_id)?;
+    let events = store.events(&rec.id).map_err(store_failure)?.len();
+    match args.format {
+        ShowFormat::Json => {
+            let doc = ShowJson {
+                run: RunJson::from(&rec),
+                events,
+            };
+            write_stdout(|out| {
+                serde_json::to_writer_pretty(&mut *out, &doc)?;
+                writeln!(out)
+            })
+        }
+        ShowFormat::Text => {
+            let text = summary(&rec, events);
+            write_stdout(|out| out.write_all(text.as_bytes()))
+        }
+    }
+}
+
+/// The text summary of a run, ending with its `next:` line.
+fn summary(rec: &RunRecord, events: usize) -> String {
+    let hash: String = rec.canvas_hash.chars().take(12).collect();
+    let mut s = format!("run {}\n", rec.id);
+    let mut field = |name: &str, value: &str| {
+        let _ = writeln!(s, "  {:<9}{value}", format!("{name}:"));
+    };
+    field("status", rec.status.as_str());
+    field("canvas", &rec.source);
+    field("hash", &hash);
+    field("created", &local_time(rec.created_at));
+    field("updated", &local_time(rec.updated_at));
+    field("turns", &rec.turns.to_string());
+    field("events", &events.to_string());
+    if let Some(e) = &rec.error {
+        field("error", e);
+    }
+    let form = rec
+        .waiting
+        .as_ref()
+        .filter(|_| rec.status == RunStatus::Waiting);
+    let fields = form.map(form_fields).unwrap_or_default();
+    if let Some(form) = form {
+        s.push_str("  waiting for:\n");
+        let width = fields
+            .iter()
+            .map(|f| f.key.chars().count())
+            .max()
+            .unwrap_or(0);
+        let ty_width = fields
+            .iter()
+            .map(|f| f.ty.chars().count())
+            .max()
+            .unwrap_or(0);
+        for f in &fields {
+            let need = if f.optional { "optional" } else { "required" };
+            let _ = writeln!(s, "    {:<width$}  {:<ty_width$}  {need}", f.key, f.ty);
+        }
+        let tips = form
+            .get("tips")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim();
+        if !tips.is_empty() {
+            let _ = writeln!(s, "  tips:    {tips}");
+        }
+    }
+    let _ = writeln!(s, "next: {}", next_step(rec, &fields));
+    s
+}
+
+/// One field of a pending form.
+#[derive(Debug, PartialEq)]
+struct FormField {
+    key: String,
+    ty: String,
+    optional: bool,
+}
+
+/// The fields of a pending form (`{"inputs": {key: definition}, "tips": ...}`).
+fn form_fields(form: &Value) -> Vec<FormField> {
+    let Some(inputs) = form.get("inputs").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    inputs
+        .iter()
+        .map(|(key, def)| FormField {
+            key: key.clone(),
+            ty: def
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("-")
+                .to_string(),
+            optional: def
+                .get("optional")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        })
+        .collect()
+}
+
+/// The command that continues the run.
+fn next_step(rec: &RunRecord, fields: &[FormField]) -> String {
+    let id = &rec.id;
+    match rec.status {
+        RunStatus::Waiting => {
+            // `canvas resume` insists on the required fields; when every field is
+            // optional, naming them all still says what the form asks for.
+            let required: Vec<&FormField> = fields.iter().filter(|f| !f.optional).collect();
+            let named = if required.is_empty() {
+                fields.iter().collect()
+            } else {
+                required
+            };
+            let mut cmd = format!("canvas resume {id}");
+            for f in named {
+                let _ = write!(cmd, " -i {}=…", f.key);
+            }
+            cmd
+        }
+        RunStatus::Running | RunStatus::Interrupted | RunStatus::Cancelled => {
+            format!("canvas resume {id}")
+        }
+        RunStatus::Succeeded | RunStatus::Failed => {
+            format!("canvas resume {id} -q \"…\" (the next turn)")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn waiting() -> RunRecord {
+        let mut r = RunRecord::new("/f.json", "{}");
+        r.status = RunStatus::Waiting;
+        r.waiting = Some(json!({
+            "inputs": {
+                "name": {"name": "Name", "type": "line", "optional": false},
+                "note": {"name": "Note", "type": "paragraph", "optional": true}
+            },
+            "tips": "Name?"
+        }));
+        r
+    }
+
+    #[test]
+    fn waiting_run_lists_the_form_and_required_fields() {
+        let r = waiting();
+        let s = summary(&r, 7);
+        assert!(s.starts_with(&format!("run {}\n", r.id)), "{s}");
+        assert!(s.contains("  status:  waiting\n"), "{s}");
+        assert!(s.contains("  events:  7\n"), "{s}");
+        assert!(
+            s.contains(&format!("  hash:    {}\n", &r.canvas_hash[..12])),
+            "{s}"
+        );
+        assert!(s.contains("    name  line       required\n"), "{s}");
+        assert!(s.contains("    note  paragraph  optional\n"), "{s}");
+        assert!(s.contains("  tips:    Name?\n"), "{s}");
+        assert!(
+            s.ends_with(&format!("next: canvas resume {} -i name=…\n", r.id)),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn next_step_by_status() {
+        let mut r = waiting();
+        r.waiting = Some(json!({"inputs": {"a": {"type": "line", "optional": true}}}));
+        let f = form_fields(r.waiting.as_ref().unwrap());
+        assert_eq!(next_step(&r, &f), format!("canvas resume {} -i a=…", r.id));
+        r.status = RunStatus::Interrupted;
+        assert_eq!(next_step(&r, &[]), format!("canvas resume {}", r.id));
+        r.status = RunStatus::Failed;
+        r.error = Some("boom".into());
+        assert!(next_step(&r, &[]).contains("-q"));
+        let s = summary(&r, 0);
+        assert!(s.contains("  error:   boom\n"), "{s}");
+        assert!(!s.contains("waiting for"), "{s}");
+    }
+}

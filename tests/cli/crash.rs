@@ -1,0 +1,824 @@
+//! Crash safety: a run whose process is killed (SIGKILL) at a random moment and then
+//! continued with `canvas resume latest` ends up exactly like a run that was never
+//! interrupted.
+//!
+//! Four canvases are generated here: a chain of VariableAssigners, a Loop of many
+//! passes, an Iteration over a list split from the query, and a chain with a UserFillUp
+//! form in the middle. For each, an uninterrupted reference run gives the expected
+//! stored event stream. Then, attempt after attempt (one store file per attempt), the
+//! run is started as a child process, killed after a pseudo-random delay spread over
+//! the reference's duration (a deterministic xorshift), and resumed until it succeeds;
+//! some attempts kill the first resume too. Each killed run must end `succeeded` with
+//! a stored stream equal to the reference's, event by event, once timestamps, elapsed
+//! times and ids are ignored: a finished node run twice would add a `node_finished`, a
+//! lost or repeated event would show too. A kill point is (canvas, events stored when
+//! the process died); every canvas must contribute at least [`MIN_KILL_POINTS`] distinct
+//! ones, so the four tests together cover at least 32.
+
+use std::collections::BTreeSet;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use crate::util::{canvas, events, trace};
+
+/// Upper bound on any single command of the test.
+const TIMEOUT: Duration = Duration::from_secs(60);
+/// The form answer, given exactly as the reference run gave it.
+const ANSWER: &str = "name=x";
+/// Distinct kill points each canvas must contribute.
+const MIN_KILL_POINTS: usize = 8;
+/// Distinct kill points after which a canvas stops trying.
+const TARGET_KILL_POINTS: usize = 11;
+/// Attempts per canvas at most.
+const MAX_ATTEMPTS: usize = 32;
+/// Time per canvas at most (attempts stop once it is spent).
+const BUDGET: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------------------------
+// Canvases.
+
+/// One canvas under test.
+struct Case {
+    /// Label (and file name).
+    name: &'static str,
+    /// The canvas DSL.
+    dsl: Value,
+    /// `sys.query` of the run.
+    query: String,
+    /// Whether the canvas stops at a form (answered with [`ANSWER`]).
+    form: bool,
+    /// The final Message content of a correct run.
+    expected: String,
+    /// Seed of the kill delays.
+    seed: u64,
+}
+
+/// `begin → VariableAssigner:1 … :n (env.count += 1) → Message:End` (as in
+/// `benches/engine.rs`).
+fn chain_canvas(n: usize) -> Value {
+    let va = |i: usize| format!("VariableAssigner:{i}");
+    let mut comps = Map::new();
+    comps.insert(
+        "begin".into(),
+        json!({
+            "obj": {"component_name": "Begin",
+                    "params": {"mode": "conversational", "prologue": "Welcome.", "inputs": {}}},
+            "downstream": [va(1)],
+            "upstream": []
+        }),
+    );
+    for i in 1..=n {
+        let up = if i == 1 {
+            "begin".to_string()
+        } else {
+            va(i - 1)
+        };
+        let down = if i == n {
+            "Message:End".to_string()
+        } else {
+            va(i + 1)
+        };
+        comps.insert(
+            va(i),
+            json!({
+                "obj": {"component_name": "VariableAssigner",
+                        "params": {"variables": [
+                            {"variable": "env.count", "operator": "+=", "parameter": 1}
+                        ]}},
+                "downstream": [down],
+                "upstream": [up]
+            }),
+        );
+    }
+    comps.insert(
+        "Message:End".into(),
+        json!({
+            "obj": {"component_name": "Message", "params": {"content": ["count={env.count}"]}},
+            "downstream": [],
+            "upstream": [va(n)]
+        }),
+    );
+    with_globals(comps)
+}
+
+/// `begin → Loop:L (i from 0 until i ≥ passes) → Message:Done`, body
+/// `LoopItem:Start → VariableAssigner:Inc (Loop:L@i += 1)` (as in `benches/engine.rs`).
+fn loop_canvas(passes: u64) -> Value {
+    json!({
+        "components": {
+            "begin": {
+                "obj": {"component_name": "Begin",
+                        "params": {"mode": "conversational", "prologue": "Welcome.", "inputs": {}}},
+                "downstream": ["Loop:L"],
+                "upstream": []
+            },
+            "Loop:L": {
+                "obj": {"component_name": "Loop", "params": {
+                    "loop_variables": [
+                        {"variable": "i", "input_mode": "constant", "type": "number", "value": 0}
+                    ],
+                    "loop_termination_condition": [
+                        {"variable": "Loop:L@i", "operator": "≥", "input_mode": "constant",
+                         "value": passes}
+                    ],
+                    "logical_operator": "and",
+                    "maximum_loop_count": 100_000
+                }},
+                "downstream": ["Message:Done"],
+                "upstream": ["begin"]
+            },
+            "LoopItem:Start": {
+                "obj": {"component_name": "LoopItem", "params": {}},
+                "downstream": ["VariableAssigner:Inc"],
+                "upstream": [],
+                "parent_id": "Loop:L"
+            },
+            "VariableAssigner:Inc": {
+                "obj": {"component_name": "VariableAssigner", "params": {"variables": [
+                    {"variable": "Loop:L@i", "operator": "+=", "parameter": 1}
+                ]}},
+                "downstream": [],
+                "upstream": ["LoopItem:Start"],
+                "parent_id": "Loop:L"
+            },
+            "Message:Done": {
+                "obj": {"component_name": "Message", "params": {"content": ["i={Loop:L@i}"]}},
+                "downstream": [],
+                "upstream": ["Loop:L"]
+            }
+        },
+        "globals": {
+            "sys.query": "", "sys.user_id": "", "sys.conversation_turns": 0,
+            "sys.files": [], "sys.history": []
+        },
+        "history": [], "path": [], "retrieval": [],
+        "variables": {}
+    })
+}
+
+/// `begin → StringTransform:Split (sys.query on ",") → Iteration:Each → Message:Done`;
+/// each item goes `IterationItem:Start → StringTransform:Wrap → VariableAssigner:Count
+/// (env.count += 1)`, and the Iteration collects the wrapped items (the shape of the
+/// conformance case `06_iteration`).
+fn iteration_canvas() -> Value {
+    let mut comps = Map::new();
+    let mut add = |id: &str, v: Value| {
+        comps.insert(id.into(), v);
+    };
+    add(
+        "begin",
+        json!({"obj": {"component_name": "Begin",
+                       "params": {"mode": "conversational", "prologue": "Hi!", "inputs": {}}},
+               "downstream": ["StringTransform:Split"], "upstream": []}),
+    );
+    add(
+        "StringTransform:Split",
+        json!({"obj": {"component_name": "StringTransform",
+                       "params": {"method": "split", "split_ref": "sys.query",
+                                  "delimiters": [","], "script": ""}},
+               "downstream": ["Iteration:Each"], "upstream": ["begin"]}),
+    );
+    add(
+        "Iteration:Each",
+        json!({"obj": {"component_name": "Iteration",
+                       "params": {"items_ref": "StringTransform:Split@result",
+                                  "outputs": {"wrapped": {"ref": "StringTransform:Wrap@result",
+                                                          "type": "Array<string>"}}}},
+               "downstream": ["Message:Done"], "upstream": ["StringTransform:Split"]}),
+    );
+    add(
+        "IterationItem:Start",
+        json!({"obj": {"component_name": "IterationItem", "params": {}},
+               "downstream": ["StringTransform:Wrap"], "upstream": [],
+               "parent_id": "Iteration:Each"}),
+    );
+    add(
+        "StringTransform:Wrap",
+        json!({"obj": {"component_name": "StringTransform",
+                       "params": {"method": "merge",
+                                  "script": "<{IterationItem:Start@index}:{IterationItem:Start@item}>",
+                                  "delimiters": [","]}},
+               "downstream": ["VariableAssigner:Count"], "upstream": ["IterationItem:Start"],
+               "parent_id": "Iteration:Each"}),
+    );
+    add(
+        "VariableAssigner:Count",
+        json!({"obj": {"component_name": "VariableAssigner",
+                       "params": {"variables": [
+                           {"variable": "env.count", "operator": "+=", "parameter": 1}]}},
+               "downstream": [], "upstream": ["StringTransform:Wrap"],
+               "parent_id": "Iteration:Each"}),
+    );
+    add(
+        "Message:Done",
+        json!({"obj": {"component_name": "Message",
+                       "params": {"content": ["count={env.count};wrapped={Iteration:Each@wrapped}"]}},
+               "downstream": [], "upstream": ["Iteration:Each"]}),
+    );
+    with_globals(comps)
+}
+
+/// `begin → VariableAssigner:A1 … :A<before> → UserFillUp:Ask (name) →
+/// VariableAssigner:B1 … :B<after> → Message:End` (every assigner `env.count += 1`).
+fn form_canvas(before: usize, after: usize) -> Value {
+    let mut ids: Vec<String> = (1..=before)
+        .map(|i| format!("VariableAssigner:A{i}"))
+        .collect();
+    ids.push("UserFillUp:Ask".into());
+    ids.extend((1..=after).map(|i| format!("VariableAssigner:B{i}")));
+    ids.push("Message:End".into());
+    let mut comps = Map::new();
+    comps.insert(
+        "begin".into(),
+        json!({
+            "obj": {"component_name": "Begin",
+                    "params": {"mode": "conversational", "prologue": "Welcome.", "inputs": {}}},
+            "downstream": [ids[0]],
+            "upstream": []
+        }),
+    );
+    for (k, id) in ids.iter().enumerate() {
+        let up = if k == 0 { "begin" } else { ids[k - 1].as_str() };
+        let down: Vec<&str> = ids.get(k + 1).map(String::as_str).into_iter().collect();
+        let obj = if id.starts_with("VariableAssigner:") {
+            json!({"component_name": "VariableAssigner",
+                   "params": {"variables": [
+                       {"variable": "env.count", "operator": "+=", "parameter": 1}]}})
+        } else if id == "UserFillUp:Ask" {
+            json!({"component_name": "UserFillUp",
+                   "params": {"enable_tips": true, "tips": "Count is {env.count}. Name?",
+                              "inputs": {"name": {"name": "Name", "type": "line",
+                                                  "optional": false}}}})
+        } else {
+            json!({"component_name": "Message",
+                   "params": {"content": ["name={UserFillUp:Ask@name};count={env.count}"]}})
+        };
+        comps.insert(
+            id.clone(),
+            json!({"obj": obj, "downstream": down, "upstream": [up]}),
+        );
+    }
+    with_globals(comps)
+}
+
+/// The canvas around `components`, with `env.count` declared.
+fn with_globals(comps: Map<String, Value>) -> Value {
+    json!({
+        "components": comps,
+        "globals": {
+            "sys.query": "", "sys.user_id": "", "sys.conversation_turns": 0,
+            "sys.files": [], "sys.history": [], "env.count": 0
+        },
+        "history": [], "path": [], "retrieval": [],
+        "variables": {"count": {"name": "count", "type": "number", "value": 0}}
+    })
+}
+
+// ---------------------------------------------------------------------------------
+// Talking to the binary.
+
+/// A deterministic pseudo-random generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in `[0, 1)`.
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Run a `canvas` command to completion (with [`TIMEOUT`]); stdin is not a terminal.
+fn cli(args: &[&str], store: &Path) -> std::process::Output {
+    canvas()
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .timeout(TIMEOUT)
+        .output()
+        .unwrap_or_else(|e| panic!("canvas {args:?}: {e}"))
+}
+
+/// Panic unless `out` exited with `code`.
+fn expect_code(out: &std::process::Output, code: i32, what: &str) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{what}: exit status {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every run of the store (`canvas runs --format json --limit 0`).
+fn runs(store: &Path) -> Vec<Value> {
+    let out = cli(&["runs", "--format", "json", "--limit", "0"], store);
+    expect_code(&out, 0, "canvas runs");
+    match serde_json::from_slice(&out.stdout) {
+        Ok(Value::Array(a)) => a,
+        other => panic!(
+            "canvas runs --format json: not a JSON array: {other:?}\nstdout: {}",
+            String::from_utf8_lossy(&out.stdout)
+        ),
+    }
+}
+
+/// The run record (`canvas show --format json`).
+fn show(store: &Path, run_id: &str) -> Value {
+    let out = cli(&["show", run_id, "--format", "json"], store);
+    expect_code(&out, 0, "canvas show");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "canvas show --format json: not JSON: {e}\nstdout: {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// The run's status, from `canvas show`.
+fn status(store: &Path, run_id: &str) -> String {
+    let rec = show(store, run_id);
+    match rec["status"].as_str() {
+        Some(s) => s.to_string(),
+        None => panic!("canvas show: no status in {rec}"),
+    }
+}
+
+/// The run's stored event stream (`canvas events --format jsonl`).
+fn stored_events(store: &Path, run_id: &str) -> Vec<Value> {
+    let out = cli(&["events", run_id, "--format", "jsonl"], store);
+    expect_code(&out, 0, "canvas events");
+    events(&out.stdout)
+}
+
+/// What must be equal between two runs' streams: event names, component ids, node
+/// outputs and errors, message pieces, forms, final outputs. Timestamps, elapsed times
+/// and ids are left out.
+fn normalize(ev: &Value) -> Value {
+    let name = ev["event"].as_str().unwrap_or("?");
+    let data = &ev["data"];
+    let mut n = json!({"event": name, "component_id": data["component_id"]});
+    match name {
+        "node_finished" => {
+            n["outputs"] = strip_times(&data["outputs"]);
+            n["error"] = data["error"].clone();
+        }
+        "message" => n["content"] = data["content"].clone(),
+        "user_inputs" => n["form"] = data.clone(),
+        "workflow_finished" => n["outputs"] = strip_times(&data["outputs"]),
+        _ => {}
+    }
+    n
+}
+
+/// `v` without `_created_time` / `_elapsed_time` keys, at any depth.
+fn strip_times(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| *k != "_created_time" && *k != "_elapsed_time")
+                .map(|(k, v)| (k.clone(), strip_times(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(strip_times).collect()),
+        other => other.clone(),
+    }
+}
+
+fn normalize_all(evs: &[Value]) -> Vec<Value> {
+    evs.iter().map(normalize).collect()
+}
+
+/// Panic with the first difference unless `got` equals `want` (or, with `prefix`, is
+/// a prefix of it).
+fn assert_stream(got: &[Value], want: &[Value], prefix: bool, what: &str) {
+    let (g, w) = (normalize_all(got), normalize_all(want));
+    let same_len = if prefix {
+        g.len() <= w.len()
+    } else {
+        g.len() == w.len()
+    };
+    let first_diff = g.iter().zip(&w).position(|(a, b)| a != b);
+    if same_len && first_diff.is_none() {
+        return;
+    }
+    let at = first_diff.unwrap_or(g.len().min(w.len()));
+    let window = |evs: &[Value]| -> Vec<String> {
+        let lo = at.saturating_sub(3);
+        let hi = (at + 4).min(evs.len());
+        trace(&evs[lo..hi])
+    };
+    panic!(
+        "{what}: the stored stream ({} events) differs from the reference ({} events){} \
+         at event #{at}:\n  got:  {}\n  want: {}\n  got around it:  {:?}\n  want around it: {:?}",
+        g.len(),
+        w.len(),
+        if prefix { " as a prefix" } else { "" },
+        g.get(at).map_or("(end)".to_string(), Value::to_string),
+        w.get(at).map_or("(end)".to_string(), Value::to_string),
+        window(got),
+        window(want),
+    );
+}
+
+/// The final Message content of a stream (`workflow_finished` outputs).
+fn final_content(evs: &[Value]) -> Option<String> {
+    let last = evs.last()?;
+    if last["event"] != "workflow_finished" {
+        return None;
+    }
+    last["data"]["outputs"]["content"]
+        .as_str()
+        .map(str::to_string)
+}
+
+/// How a killed child ended.
+enum Kill {
+    /// It finished by itself before the signal.
+    Exited(ExitStatus),
+    /// Killed before any run was stored.
+    NoRun,
+    /// Killed with the run stored: its id and the number of events stored by then.
+    Killed { run_id: String, stored: usize },
+}
+
+/// Start `canvas ARGS --store STORE` (stdin, stdout and stderr null), SIGKILL it after
+/// `delay`, and look at what it left in the store.
+fn kill_after(args: &[&str], store: &Path, delay: Duration) -> Kill {
+    let home = store.parent().expect("store in a folder");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_canvas"))
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .env("NO_COLOR", "1")
+        .env("HOME", home)
+        .env("CANVAS_STORE", store)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn canvas");
+    std::thread::sleep(delay);
+    // SIGKILL; if the child already exited (not yet reaped), this is harmless and the
+    // exit status below tells.
+    let _ = child.kill();
+    let st = child.wait().expect("wait for the killed child");
+    if st.signal() != Some(9) {
+        return Kill::Exited(st);
+    }
+    if !store.exists() {
+        return Kill::NoRun;
+    }
+    let all = runs(store);
+    assert!(all.len() <= 1, "one run per store file, found {all:?}");
+    let Some(rec) = all.first() else {
+        return Kill::NoRun;
+    };
+    let run_id = rec["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("canvas runs: a run without id: {rec}"))
+        .to_string();
+    let st = status(store, &run_id);
+    assert!(
+        ["running", "waiting", "succeeded"].contains(&st.as_str()),
+        "a run killed by SIGKILL is {st}; expected running (or waiting/succeeded if the \
+         turn had ended)"
+    );
+    let stored = stored_events(store, &run_id).len();
+    Kill::Killed { run_id, stored }
+}
+
+/// Resume the run until it succeeds: `canvas resume latest` while it is unfinished,
+/// with `-i name=x` while it waits on the form. Returns the events the resumes printed.
+fn finish(store: &Path, run_id: &str, form: bool) -> Vec<Value> {
+    let mut printed = Vec::new();
+    for _ in 0..8 {
+        let st = status(store, run_id);
+        let out = match st.as_str() {
+            "succeeded" => return printed,
+            "waiting" => {
+                assert!(form, "run {run_id} waits, but its canvas has no form");
+                cli(
+                    &["resume", "latest", "-i", ANSWER, "--format", "jsonl"],
+                    store,
+                )
+            }
+            "running" | "interrupted" | "cancelled" => {
+                cli(&["resume", "latest", "--format", "jsonl"], store)
+            }
+            other => panic!("run {run_id} is {other}: {}", show(store, run_id)),
+        };
+        let after = status(store, run_id);
+        match out.status.code() {
+            Some(0) => assert_eq!(after, "succeeded", "resume exited 0"),
+            Some(3) if form => assert_eq!(after, "waiting", "resume exited 3"),
+            _ => panic!(
+                "canvas resume latest (run {run_id} was {st}): exit status {}\nstderr: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+        printed.extend(events(&out.stdout));
+    }
+    panic!("run {run_id} still not finished after 8 resumes");
+}
+
+/// An uninterrupted run.
+struct Reference {
+    /// Its stored event stream.
+    stream: Vec<Value>,
+    /// Wall time of `canvas run` (to the form, for a form canvas).
+    run: Duration,
+    /// Wall time of `canvas resume -i` answering the form.
+    answer: Duration,
+}
+
+/// Run the case without interruption; check the stored stream against the printed one.
+fn reference(case: &Case, flow: &Path, store: &Path) -> Reference {
+    let flow_s = flow.to_str().unwrap();
+    let t = Instant::now();
+    let out = cli(
+        &["run", flow_s, "-q", &case.query, "--format", "jsonl"],
+        store,
+    );
+    let run = t.elapsed();
+    expect_code(&out, if case.form { 3 } else { 0 }, "the reference run");
+    let mut printed = events(&out.stdout);
+    let mut answer = Duration::ZERO;
+    if case.form {
+        assert_eq!(
+            printed.last().map(|e| e["event"].clone()),
+            Some(json!("user_inputs"))
+        );
+        let t = Instant::now();
+        let out = cli(
+            &["resume", "latest", "-i", ANSWER, "--format", "jsonl"],
+            store,
+        );
+        answer = t.elapsed();
+        expect_code(&out, 0, "answering the reference's form");
+        printed.extend(events(&out.stdout));
+    }
+    let run_id = printed[0]["task_id"]
+        .as_str()
+        .expect("events carry the run id")
+        .to_string();
+    assert_eq!(status(store, &run_id), "succeeded");
+    let stream = stored_events(store, &run_id);
+    assert_stream(
+        &stream,
+        &printed,
+        false,
+        &format!("{}: the reference's canvas events vs its output", case.name),
+    );
+    assert_eq!(
+        final_content(&stream).as_deref(),
+        Some(case.expected.as_str()),
+        "{}: the reference's final message",
+        case.name
+    );
+    Reference {
+        stream,
+        run,
+        answer,
+    }
+}
+
+/// The part of a reference phase's duration where kills are drawn, as fractions;
+/// it narrows when a child finished first or no run existed yet.
+struct Window {
+    lo: f64,
+    hi: f64,
+}
+
+impl Window {
+    fn new() -> Window {
+        Window { lo: 0.0, hi: 1.25 }
+    }
+
+    fn pick(&self, rng: &mut Rng) -> f64 {
+        self.lo + rng.unit() * (self.hi - self.lo)
+    }
+
+    /// The child finished before `f`: kill earlier.
+    fn too_late(&mut self, f: f64) {
+        self.hi = f.max(self.lo + 0.05);
+    }
+
+    /// No run was stored by `f`: kill later.
+    fn too_early(&mut self, f: f64) {
+        self.lo = (f * 0.8).min(self.hi - 0.05).max(0.0);
+    }
+}
+
+/// Check a killed-then-resumed run against the reference.
+fn verify(case: &Case, store: &Path, run_id: &str, reference: &Reference, what: &str) {
+    assert_eq!(status(store, run_id), "succeeded", "{what}");
+    let all = runs(store);
+    assert_eq!(all.len(), 1, "{what}: resuming made no new run: {all:?}");
+    let stream = stored_events(store, run_id);
+    assert!(
+        stream.iter().all(|e| e["task_id"] == run_id),
+        "{what}: every stored event carries the run id {run_id}"
+    );
+    assert_stream(&stream, &reference.stream, false, what);
+    assert_eq!(
+        final_content(&stream).as_deref(),
+        Some(case.expected.as_str()),
+        "{what}: final message"
+    );
+}
+
+/// Kill runs of `case` at many points; resume each; compare with the reference.
+fn crash_and_resume(case: Case) {
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let flow: PathBuf = dir.path().join(format!("{}.json", case.name));
+    std::fs::write(&flow, serde_json::to_vec(&case.dsl).unwrap()).unwrap();
+    let flow_s = flow.to_str().unwrap();
+    let reference = reference(&case, &flow, &dir.path().join("reference.db"));
+    let ref_events = reference.stream.len();
+
+    let mut rng = Rng(case.seed);
+    let mut windows = [Window::new(), Window::new()];
+    // Kill points: events stored when a process died; for a form canvas, split by
+    // phase (0: `run` to the form, 1: `resume -i` after it).
+    let mut points: [BTreeSet<usize>; 2] = [BTreeSet::new(), BTreeSet::new()];
+    let (mut attempts, mut killed, mut exited, mut early, mut second_kills) = (0, 0, 0, 0, 0);
+    let distinct = |p: &[BTreeSet<usize>; 2]| p[0].union(&p[1]).count();
+    let enough = |p: &[BTreeSet<usize>; 2]| {
+        distinct(p) >= TARGET_KILL_POINTS && (!case.form || p.iter().all(|s| s.len() >= 4))
+    };
+    while !enough(&points) && attempts < MAX_ATTEMPTS && started.elapsed() < BUDGET {
+        attempts += 1;
+        let store = dir.path().join(format!("attempt-{attempts}.db"));
+        let what = format!("{} attempt {attempts}", case.name);
+        // A form canvas alternates: kill `run` (phase 0) or the answering `resume` (1).
+        let phase = usize::from(case.form && attempts % 2 == 0);
+        let (args, span): (Vec<&str>, Duration) = if phase == 0 {
+            (
+                vec!["run", flow_s, "-q", &case.query, "--format", "jsonl"],
+                reference.run,
+            )
+        } else {
+            let out = cli(
+                &["run", flow_s, "-q", &case.query, "--format", "jsonl"],
+                &store,
+            );
+            expect_code(&out, 3, &format!("{what}: the run to the form"));
+            (
+                vec!["resume", "latest", "-i", ANSWER, "--format", "jsonl"],
+                reference.answer,
+            )
+        };
+        let f = windows[phase].pick(&mut rng);
+        let (run_id, stored) = match kill_after(&args, &store, span.mul_f64(f)) {
+            Kill::Exited(st) => {
+                let want = if case.form && phase == 0 { 3 } else { 0 };
+                assert_eq!(st.code(), Some(want), "{what}: a child that was not killed");
+                exited += 1;
+                windows[phase].too_late(f);
+                continue;
+            }
+            Kill::NoRun => {
+                assert_eq!(phase, 0, "{what}: the run vanished");
+                early += 1;
+                windows[phase].too_early(f);
+                continue;
+            }
+            Kill::Killed { run_id, stored } => (run_id, stored),
+        };
+        killed += 1;
+        points[phase].insert(stored);
+        assert_stream(
+            &stored_events(&store, &run_id),
+            &reference.stream,
+            true,
+            &format!("{what}: killed after {stored} events"),
+        );
+        // Every third attempt kills the first resume too (if there is one to kill).
+        if attempts % 3 == 0 && status(&store, &run_id) == "running" {
+            let delay = span.mul_f64(rng.unit());
+            match kill_after(&["resume", "latest", "--format", "jsonl"], &store, delay) {
+                Kill::Exited(st) => {
+                    let want = if case.form && phase == 0 { 3 } else { 0 };
+                    assert_eq!(st.code(), Some(want), "{what}: the resume (not killed)");
+                }
+                Kill::NoRun => panic!("{what}: the run vanished"),
+                Kill::Killed { stored, .. } => {
+                    second_kills += 1;
+                    points[phase].insert(stored);
+                }
+            }
+        }
+        // The resumes print only what was not stored yet: no finished node ran again
+        // and no stored event is shown twice.
+        let before = stored_events(&store, &run_id).len();
+        let printed = finish(&store, &run_id, case.form);
+        assert_stream(
+            &printed,
+            &reference.stream[before.min(ref_events)..],
+            false,
+            &format!("{what}: what the resumes printed after {before} stored events"),
+        );
+        verify(
+            &case,
+            &store,
+            &run_id,
+            &reference,
+            &format!("{what} (killed after {stored} of {ref_events} events)"),
+        );
+    }
+    let all: BTreeSet<usize> = points[0].union(&points[1]).copied().collect();
+    println!(
+        "crash {}: reference {} events in {:?}+{:?}; {attempts} attempts, {killed} killed \
+         (+{second_kills} resumes killed), {exited} finished first, {early} before any run; \
+         {} distinct kill points {:?}; {:?}",
+        case.name,
+        ref_events,
+        reference.run,
+        reference.answer,
+        all.len(),
+        all,
+        started.elapsed()
+    );
+    assert!(
+        all.len() >= MIN_KILL_POINTS,
+        "{}: only {} distinct kill points ({all:?}) in {attempts} attempts \
+         ({exited} finished before the kill, {early} before any run)",
+        case.name,
+        all.len()
+    );
+    if case.form {
+        assert!(
+            points.iter().all(|p| p.len() >= 3),
+            "{}: kill points before the form {:?} and after it {:?}",
+            case.name,
+            points[0],
+            points[1]
+        );
+    }
+}
+
+#[test]
+fn killed_chain_resumes_like_an_uninterrupted_run() {
+    crash_and_resume(Case {
+        name: "chain",
+        dsl: chain_canvas(250),
+        query: "go".into(),
+        form: false,
+        expected: "count=250".into(),
+        seed: 0x9E37_79B9_7F4A_7C15,
+    });
+}
+
+#[test]
+fn killed_loop_resumes_like_an_uninterrupted_run() {
+    crash_and_resume(Case {
+        name: "loop",
+        dsl: loop_canvas(250),
+        query: "go".into(),
+        form: false,
+        expected: "i=250".into(),
+        seed: 0xD1B5_4A32_D192_ED03,
+    });
+}
+
+#[test]
+fn killed_iteration_resumes_like_an_uninterrupted_run() {
+    let n = 100;
+    let words: Vec<String> = (0..n).map(|i| format!("w{i}")).collect();
+    let wrapped: Vec<String> = (0..n).map(|i| format!("\"<{i}:w{i}>\"")).collect();
+    crash_and_resume(Case {
+        name: "iteration",
+        dsl: iteration_canvas(),
+        query: words.join(","),
+        form: false,
+        expected: format!("count={n};wrapped=[{}]", wrapped.join(", ")),
+        seed: 0x94D0_49BB_1331_11EB,
+    });
+}
+
+#[test]
+fn killed_form_run_resumes_like_an_uninterrupted_run() {
+    crash_and_resume(Case {
+        name: "form",
+        dsl: form_canvas(120, 120),
+        query: "go".into(),
+        form: true,
+        expected: "name=x;count=240".into(),
+        seed: 0xBF58_476D_1CE4_E5B9,
+    });
+}

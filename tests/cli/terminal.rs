@@ -1,0 +1,301 @@
+//! A form asked on a real (pseudo-)terminal: `canvas run` reaches a UserFillUp, asks
+//! each field on the terminal, re-asks a bad answer, and finishes the run in the same
+//! process. A python `pty` driver plays the user; every wait has a timeout.
+
+#![cfg(unix)]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::events;
+
+const FORM: &str = r#"{"components": {
+  "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["UserFillUp:Ask"]},
+  "UserFillUp:Ask": {"obj": {"component_name": "UserFillUp", "params": {"enable_tips": true,
+      "tips": "Booking for {sys.query}.", "inputs": {
+        "dest": {"name": "Destination", "type": "line", "optional": false},
+        "guests": {"name": "Guests", "type": "integer", "optional": false},
+        "breakfast": {"name": "Breakfast", "type": "boolean", "optional": false},
+        "room": {"name": "Room", "type": "options", "options": ["Single", "Suite", "Family"], "optional": false}}}},
+    "downstream": ["Message:Done"]},
+  "Message:Done": {"obj": {"component_name": "Message", "params": {"content": [
+    "Booked dest={UserFillUp:Ask@dest} guests={UserFillUp:Ask@guests} breakfast={UserFillUp:Ask@breakfast} room={UserFillUp:Ask@room}"]}},
+    "downstream": []}}}"#;
+
+/// What the answers must produce in the final message (RAGFlow drops the spaces around
+/// references; the same answers given with `canvas resume -i` produce the same text).
+const ANSWERED: [&str; 4] = ["dest=Rome", "guests=3", "breakfast=true", "room=Suite"];
+
+/// Runs argv[1] (a JSON argv) on a pty. argv[2] is a JSON list of [expected text, keys
+/// to type or null]: each expected text must appear (after the previous one) within
+/// 20 s, then the keys are typed one at a time. argv[3], when not empty, is a file that
+/// receives the program's stdout instead of the pty. Prints everything the terminal
+/// showed and exits with the program's status; 124 and a reason on stderr on a timeout.
+const DRIVER: &str = r##"
+import json, os, pty, select, signal, sys, time, fcntl, struct, termios
+
+argv = json.loads(sys.argv[1])
+steps = json.loads(sys.argv[2])
+stdout_file = sys.argv[3]
+TIMEOUT = 20.0
+
+pid, fd = pty.fork()
+if pid == 0:
+    try:
+        if stdout_file:
+            out_fd = os.open(stdout_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(out_fd, 1)
+            os.close(out_fd)
+        os.execv(argv[0], argv)
+    finally:
+        os._exit(127)
+
+# A real size: prompts lay themselves out by the terminal's width.
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
+out = bytearray()
+eof = False
+
+def pump(timeout):
+    global eof
+    if eof:
+        return
+    ready, _, _ = select.select([fd], [], [], timeout)
+    if ready:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:  # EIO: the program closed the terminal
+            data = b""
+        if data:
+            out.extend(data)
+        else:
+            eof = True
+
+def fail(msg):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)
+    sys.stdout.buffer.write(bytes(out))
+    sys.stdout.flush()
+    sys.stderr.write("pty driver: " + msg + "\n")
+    sys.exit(124)
+
+pos = 0
+for expect, keys in steps:
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        found = out.decode("utf-8", "replace").find(expect, pos)
+        if found >= 0:
+            pos = found + len(expect)
+            break
+        if eof:
+            fail("the program ended before showing %r" % expect)
+        if time.monotonic() > deadline:
+            fail("timed out after %d s waiting for %r" % (TIMEOUT, expect))
+        pump(0.1)
+    if keys is not None:
+        # Typed like a person: the prompt reads keys in raw mode one at a time.
+        time.sleep(0.2)
+        for key in keys:
+            os.write(fd, key.encode())
+            time.sleep(0.05)
+
+deadline = time.monotonic() + TIMEOUT
+while not eof:
+    if time.monotonic() > deadline:
+        fail("timed out after %d s waiting for the program to end" % TIMEOUT)
+    pump(0.1)
+_, status = os.waitpid(pid, 0)
+sys.stdout.buffer.write(bytes(out))
+sys.stdout.flush()
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"##;
+
+/// The user's side: each prompt, then what is typed. "abc" for the integer must be
+/// refused and the same question asked again; `j` moves the menu to "Suite".
+fn steps() -> Value {
+    json!([
+        ["Destination: ", "Rome\r"],
+        ["Guests (whole number): ", "abc\r"],
+        ["is not a whole number", null],
+        ["Guests (whole number): ", "3\r"],
+        ["Breakfast [y/n]", "y\r"],
+        ["Room:", "j\r"]
+    ])
+}
+
+struct Session {
+    code: Option<i32>,
+    /// Everything the terminal showed.
+    terminal: String,
+    /// The driver's complaint, if any.
+    driver: String,
+}
+
+/// `python3` is needed; missing is a failure under `CI=true`, a skip elsewhere.
+fn have_python() -> bool {
+    let ok = Command::new("python3")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("python3 is missing: CI must provide it for the terminal tests");
+        }
+        eprintln!("skipping: python3 is missing");
+    }
+    ok
+}
+
+/// `canvas run FORM -q book --format jsonl` on a pty, answered by [`steps`]; stdout
+/// goes to `stdout_file` when given.
+fn run_on_pty(dir: &Path, stdout_file: Option<&Path>) -> Session {
+    let flow = dir.join("form.json");
+    std::fs::write(&flow, FORM).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("canvas");
+    let argv = json!([
+        bin,
+        "run",
+        flow,
+        "-q",
+        "book",
+        "--format",
+        "jsonl",
+        "--store",
+        dir.join("s.db")
+    ]);
+    let out_path = dir.join("driver.out");
+    let err_path = dir.join("driver.err");
+    let mut child = Command::new("python3")
+        .arg("-c")
+        .arg(DRIVER)
+        .arg(argv.to_string())
+        .arg(steps().to_string())
+        .arg(stdout_file.map(|p| p.as_os_str()).unwrap_or_default())
+        // CI=true disables prompting; the test is about prompting.
+        .env_remove("CI")
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .env("HOME", dir)
+        .env("CANVAS_STORE", dir.join("s.db"))
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .expect("python3 starts");
+    // The driver times out every wait itself; this is the backstop if python hangs.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the pty driver itself hung; terminal so far:\n{}",
+                String::from_utf8_lossy(&std::fs::read(&out_path).unwrap_or_default())
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Session {
+        code: status.code(),
+        terminal: String::from_utf8_lossy(&std::fs::read(&out_path).unwrap()).into_owned(),
+        driver: std::fs::read_to_string(&err_path).unwrap(),
+    }
+}
+
+/// Panic with everything needed to see why the form was not answered on the terminal.
+fn check_session(s: &Session) {
+    assert!(
+        s.code != Some(124),
+        "`canvas run` did not ask the form on the terminal as expected \
+         (interactive forms: src/cli/session.rs calling ui::prompt::ask_form).\n\
+         {}\n--- the terminal showed ---\n{}",
+        s.driver.trim(),
+        s.terminal
+    );
+    assert_eq!(
+        s.code,
+        Some(0),
+        "the run did not finish after the form was answered\n{}\n--- the terminal showed ---\n{}",
+        s.driver.trim(),
+        s.terminal
+    );
+}
+
+/// The final message's text.
+fn finished_content(evs: &[Value]) -> String {
+    let fin = evs
+        .iter()
+        .rfind(|e| e["event"] == "workflow_finished")
+        .unwrap_or_else(|| panic!("no workflow_finished in {evs:#?}"));
+    fin["data"]["outputs"]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn form_is_asked_on_the_terminal_and_the_run_finishes() {
+    if !have_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = run_on_pty(dir.path(), None);
+    check_session(&s);
+    // The tips come once, on a line of their own (the user_inputs JSON line also
+    // contains them, quoted).
+    let tips = s
+        .terminal
+        .lines()
+        .filter(|l| l.trim_end_matches('\r') == "Booking for book.")
+        .count();
+    assert_eq!(tips, 1, "tips shown {tips} times:\n{}", s.terminal);
+    // stdout shares the terminal here: pick the JSON lines out of it.
+    let evs: Vec<Value> = s
+        .terminal
+        .lines()
+        .filter_map(|l| l.find("{\"event\"").map(|i| l[i..].trim_end_matches('\r')))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let content = finished_content(&evs);
+    for part in ANSWERED {
+        assert!(
+            content.contains(part),
+            "{part:?} missing from {content:?}\n{}",
+            s.terminal
+        );
+    }
+}
+
+#[test]
+fn prompts_stay_off_stdout() {
+    if !have_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let stdout = dir.path().join("stdout.jsonl");
+    let s = run_on_pty(dir.path(), Some(&stdout));
+    check_session(&s);
+    // Every stdout line is an event; the prompts went to the terminal (stderr).
+    let evs = events(&std::fs::read(&stdout).unwrap());
+    let content = finished_content(&evs);
+    for part in ANSWERED {
+        assert!(content.contains(part), "{part:?} missing from {content:?}");
+    }
+    assert!(
+        s.terminal.contains("Destination: Rome"),
+        "the prompt was not on the terminal:\n{}",
+        s.terminal
+    );
+    assert!(!s.terminal.contains("{\"event\""), "{}", s.terminal);
+}
