@@ -341,6 +341,7 @@ impl Session<'_> {
             seed: self.args.seed,
             resume,
             stop: stop.clone(),
+            checkpoint_group: crate::engine::scheduler::CHECKPOINT_GROUP,
         }
     }
 

@@ -25,6 +25,10 @@ pub struct Begin;
 
 #[async_trait]
 impl Component for Begin {
+    fn instant(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> Kind {
         Kind::Begin
     }

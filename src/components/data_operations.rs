@@ -90,6 +90,10 @@ pub struct DataOperations {
 
 #[async_trait]
 impl Component for DataOperations {
+    fn instant(&self) -> bool {
+        true
+    }
+
     fn default_outputs(&self) -> &'static [&'static str] {
         &["result"]
     }

@@ -16,6 +16,10 @@ pub struct ExitLoop;
 
 #[async_trait]
 impl Component for ExitLoop {
+    fn instant(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> Kind {
         Kind::ExitLoop
     }

@@ -31,6 +31,10 @@ pub fn not_a_list(items_ref: &str, v: &Value) -> String {
 
 #[async_trait]
 impl Component for Iteration {
+    fn instant(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> Kind {
         Kind::Iteration
     }

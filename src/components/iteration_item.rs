@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::iteration::not_a_list;
-use crate::engine::value::{Object, truthy};
+use crate::engine::value::Object;
 use crate::engine::{BuildError, CResult, Component, ComponentError, Kind, NodeCx};
 
 /// Build an IterationItem.
@@ -34,15 +34,16 @@ impl IterationItem {
                     continue;
                 }
                 cx.with_state(|st| {
-                    let mut cur = st.output(&parent.id, name);
-                    if !truthy(&cur) || !cur.is_array() {
-                        cur = json!([]);
-                    }
                     let v = st.output(cid, var);
-                    if let Value::Array(a) = &mut cur {
-                        a.push(v);
+                    // Appended in place: copying the growing list each pass would make
+                    // an Iteration quadratic in its items.
+                    let outputs = &mut st.node_mut(&parent.id).outputs;
+                    match outputs.get_mut(name.as_str()) {
+                        Some(Value::Array(a)) if !a.is_empty() => a.push(v),
+                        _ => {
+                            outputs.insert(name.clone(), json!([v]));
+                        }
                     }
-                    st.set_output(&parent.id, name, cur);
                 });
             }
         }
@@ -51,6 +52,10 @@ impl IterationItem {
 
 #[async_trait]
 impl Component for IterationItem {
+    fn instant(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> Kind {
         Kind::IterationItem
     }
@@ -68,20 +73,31 @@ impl Component for IterationItem {
             .get("items_ref")
             .and_then(Value::as_str)
             .unwrap_or("");
-        let items = cx.resolve(items_ref)?;
-        let Value::Array(items) = items else {
-            cx.set_counter(cx.id(), -1);
-            return Err(ComponentError::Failed(not_a_list(items_ref, &items)));
-        };
         let idx = cx.counter(cx.id());
+        // Only the current item is copied out of the list (not the whole list per pass).
+        let picked = cx.with_state(|st| {
+            crate::engine::refs::resolve_with(st, items_ref, |items| match items {
+                Value::Array(a) => Ok((
+                    a.len(),
+                    usize::try_from(idx).ok().and_then(|i| a.get(i).cloned()),
+                )),
+                other => Err(not_a_list(items_ref, other)),
+            })
+        })?;
+        let (len, item) = match picked {
+            Ok(found) => found,
+            Err(msg) => {
+                cx.set_counter(cx.id(), -1);
+                return Err(ComponentError::Failed(msg));
+            }
+        };
         if idx > 0 {
             Self::collate(cx, parent);
         }
-        if idx < 0 || idx as usize >= items.len() {
+        let Some(item) = item.filter(|_| idx >= 0 && (idx as usize) < len) else {
             cx.set_counter(cx.id(), -1);
             return Ok(());
-        }
-        let item = items[idx as usize].clone();
+        };
         cx.set_output("item", item.clone());
         cx.set_output("result", item);
         cx.set_output("index", json!(idx));

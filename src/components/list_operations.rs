@@ -114,6 +114,10 @@ pub struct ListOperations {
 
 #[async_trait]
 impl Component for ListOperations {
+    fn instant(&self) -> bool {
+        true
+    }
+
     fn default_outputs(&self) -> &'static [&'static str] {
         &["result", "first", "last"]
     }

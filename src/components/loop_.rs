@@ -24,6 +24,10 @@ fn blank(v: Option<&Value>) -> bool {
 
 #[async_trait]
 impl Component for Loop {
+    fn instant(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> Kind {
         Kind::Loop
     }

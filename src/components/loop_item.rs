@@ -110,6 +110,10 @@ fn op_symbol(op: &str) -> &str {
 
 #[async_trait]
 impl Component for LoopItem {
+    fn instant(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> Kind {
         Kind::LoopItem
     }

@@ -116,6 +116,10 @@ impl StringTransform {
 
 #[async_trait]
 impl Component for StringTransform {
+    fn instant(&self) -> bool {
+        true
+    }
+
     fn default_outputs(&self) -> &'static [&'static str] {
         &["result"]
     }

@@ -138,6 +138,10 @@ pub fn process_operator(input: &Value, op: &str, value: &Value) -> Result<bool, 
 
 #[async_trait]
 impl Component for Switch {
+    fn instant(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> Kind {
         Kind::Switch
     }

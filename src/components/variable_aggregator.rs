@@ -109,6 +109,10 @@ fn selector_expression(selector: &Value) -> CResult<&str> {
 
 #[async_trait]
 impl Component for VariableAggregator {
+    fn instant(&self) -> bool {
+        true
+    }
+
     fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
         "Picking the first non-empty value of each group.".into()
     }

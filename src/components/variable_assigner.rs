@@ -37,6 +37,10 @@ pub struct VariableAssigner {
 
 #[async_trait]
 impl Component for VariableAssigner {
+    fn instant(&self) -> bool {
+        true
+    }
+
     fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
         "Updating variables.".into()
     }

@@ -85,6 +85,13 @@ pub trait Component: Send + Sync {
         Kind::Generic
     }
 
+    /// True when the component only computes from the run state (no I/O, no waiting,
+    /// no streaming), so microseconds pass between its start and its end: its
+    /// checkpoint may be grouped with the next ones'.
+    fn instant(&self) -> bool {
+        false
+    }
+
     /// Output names declared by default (RAGFlow's `outputs` param default).
     fn default_outputs(&self) -> &'static [&'static str] {
         &[]

@@ -91,6 +91,26 @@ pub fn resolve(state: &RunState, exp: &str) -> Result<Value, RefError> {
     })
 }
 
+/// [`resolve`], handing `f` the value without copying it when `exp` names an output or
+/// a global directly (a dotted path is walked on a copy).
+pub fn resolve_with<R>(
+    state: &RunState,
+    exp: &str,
+    f: impl FnOnce(&Value) -> R,
+) -> Result<R, RefError> {
+    let plain = strip_ref(exp);
+    if let Some((cpn, var)) = plain.split_once('@') {
+        if !var.contains('.') {
+            if let Some(v) = state.nodes.get(cpn).and_then(|n| n.outputs.get(var)) {
+                return Ok(f(v));
+            }
+        }
+    } else if let Some(v) = state.globals.get(plain) {
+        return Ok(f(v));
+    }
+    resolve(state, exp).map(|v| f(&v))
+}
+
 /// `get_variable_param_value`: walk `a.b.0` into dicts, lists and JSON strings.
 pub fn walk_path(mut cur: Value, path: &str) -> Value {
     for key in path.split('.') {

@@ -39,6 +39,9 @@ pub struct RunConfig {
     pub resume: bool,
     /// Raised to stop the turn at the next node boundary.
     pub stop: StopSignal,
+    /// How long finished instant components may wait to be checkpointed together
+    /// (zero: a checkpoint after every node).
+    pub checkpoint_group: std::time::Duration,
 }
 
 impl Default for RunConfig {
@@ -52,9 +55,16 @@ impl Default for RunConfig {
             seed: None,
             resume: false,
             stop: StopSignal::new(),
+            checkpoint_group: CHECKPOINT_GROUP,
         }
     }
 }
+
+/// How long finished instant components may wait to be checkpointed together. Commits
+/// cost tens of microseconds, instant components a few: grouping keeps the store's cost
+/// per node small, and loses at most this much pure computation to a crash (it is done
+/// again on resume; what was not committed was never shown).
+pub const CHECKPOINT_GROUP: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// RAGFlow runs at most five components of a batch at once.
 pub const DEFAULT_MAX_PARALLEL: usize = 5;
@@ -123,13 +133,13 @@ struct Emitter<'s> {
     message_id: String,
     created_at: i64,
     task_id: String,
-    /// A `node_finished` was emitted since the last checkpoint.
-    finished: bool,
+    /// When the first `node_finished` not yet checkpointed was emitted.
+    unsaved: Option<std::time::Instant>,
 }
 
 impl Emitter<'_> {
     fn checkpoint(&mut self, shared: &Shared) -> std::io::Result<()> {
-        self.finished = false;
+        self.unsaved = None;
         let mut st = lock(&shared.state);
         self.sink.checkpoint(&st)?;
         st.touched.clear();
@@ -137,8 +147,8 @@ impl Emitter<'_> {
     }
 
     fn emit(&mut self, kind: EventKind) -> std::io::Result<()> {
-        if matches!(kind, EventKind::NodeFinished(_)) {
-            self.finished = true;
+        if matches!(kind, EventKind::NodeFinished(_)) && self.unsaved.is_none() {
+            self.unsaved = Some(std::time::Instant::now());
         }
         let ev = Event {
             kind,
@@ -185,7 +195,7 @@ pub async fn run_turn(
         message_id: format!("{:032x}", ulid::Ulid::new().0),
         created_at: created,
         task_id: cfg.run_id.clone(),
-        finished: false,
+        unsaved: None,
     };
     let mut turn = Turn {
         canvas,
@@ -254,6 +264,9 @@ impl<'a> Turn<'a> {
                     if cur.idx >= to {
                         break;
                     }
+                    if em.unsaved.is_some() && !self.all_instant(cur.idx, to) {
+                        em.checkpoint(self.shared)?;
+                    }
                     for i in cur.idx..to {
                         let id = lock(&self.shared.state).path[i].clone();
                         let node = self.node(&id)?;
@@ -274,12 +287,18 @@ impl<'a> Turn<'a> {
             };
             cur.to = Some(to);
             for i in from..to {
+                let instant = self.all_instant(i, i + 1);
+                if em.unsaved.is_some() && !instant {
+                    em.checkpoint(self.shared)?;
+                }
                 self.post_process(i, em).await?;
                 cur.next = i + 1;
                 cur.error.clone_from(&self.error);
-                if em.finished {
+                if let Some(since) = em.unsaved {
                     lock(&self.shared.state).cursor = Some(cur.clone());
-                    em.checkpoint(self.shared)?;
+                    if !instant || since.elapsed() >= self.cfg.checkpoint_group {
+                        em.checkpoint(self.shared)?;
+                    }
                 }
                 if let Some(reason) = self.cfg.stop.requested() {
                     lock(&self.shared.state).cursor = Some(cur);
@@ -298,6 +317,15 @@ impl<'a> Turn<'a> {
             }
         }
         self.finish(cur.idx, cur.started, em)
+    }
+
+    /// True when every component of `path[from..to]` is instant (see
+    /// [`Component::instant`](super::component::Component::instant)).
+    fn all_instant(&self, from: usize, to: usize) -> bool {
+        let st = lock(&self.shared.state);
+        st.path[from..to.min(st.path.len())]
+            .iter()
+            .all(|id| self.canvas.node(id).is_some_and(|n| n.component.instant()))
     }
 
     /// Start a new turn: RAGFlow's turn start, `workflow_started`, and a first
@@ -1026,10 +1054,12 @@ mod tests {
             .collect()
     }
 
+    /// A checkpoint after every node, so every boundary is exercised.
     fn cfg() -> RunConfig {
         RunConfig {
             run_id: "r".into(),
             query: "q".into(),
+            checkpoint_group: std::time::Duration::ZERO,
             ..RunConfig::default()
         }
     }
@@ -1044,20 +1074,37 @@ mod tests {
 
     #[test]
     fn a_turn_continued_from_any_checkpoint_ends_as_if_never_stopped() {
+        continue_from_every_checkpoint(&cfg(), 10);
+    }
+
+    #[test]
+    fn grouped_checkpoints_continue_as_well() {
+        // An hour-long group: instant nodes are only checkpointed before the others.
+        let cfg = RunConfig {
+            checkpoint_group: std::time::Duration::from_secs(3600),
+            ..cfg()
+        };
+        continue_from_every_checkpoint(&cfg, 4);
+    }
+
+    fn continue_from_every_checkpoint(cfg: &RunConfig, at_least: usize) {
         let canvas = canvas();
         let mut full = Recorder::default();
-        let Outcome::Finished { outputs } = run(&canvas, canvas.fresh_state(), &cfg(), &mut full)
+        let Outcome::Finished { outputs } = run(&canvas, canvas.fresh_state(), cfg, &mut full)
         else {
             panic!("the reference turn did not finish")
         };
         assert_eq!(outputs["content"], "i=3n=1");
-        // Turn start, the batch of three, C, the Loop's passes, D.
-        assert!(full.snaps.len() >= 10, "{} checkpoints", full.snaps.len());
+        assert!(
+            full.snaps.len() >= at_least,
+            "{} checkpoints",
+            full.snaps.len()
+        );
         let want = norm(&full.events);
         for (k, (stored, snap)) in full.snaps.iter().enumerate() {
             assert!(snap.cursor.is_some(), "checkpoint {k} has no cursor");
             let mut rest = Recorder::default();
-            let out = run(&canvas, snap.clone(), &cfg(), &mut rest);
+            let out = run(&canvas, snap.clone(), cfg, &mut rest);
             assert!(
                 matches!(&out, Outcome::Finished { outputs } if outputs["content"] == "i=3n=1"),
                 "continued from checkpoint {k}: {out:?}"
