@@ -35,7 +35,7 @@ pub enum Command {
     ///
     /// Example: canvas run flow.json -q "hello" --format jsonl
     Run(run::RunArgs),
-    /// Answer the form a run waits on, or send the next turn (`-q`) of a finished run.
+    /// Continue a stored run: answer its form, continue a stopped turn, or send the next turn (`-q`).
     ///
     /// Example: canvas resume 01JABC -i name=Ada
     Resume(resume::ResumeArgs),

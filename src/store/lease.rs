@@ -48,12 +48,17 @@ fn host() -> String {
         .replace(':', "_")
 }
 
-/// A process's start time in clock ticks since boot (`/proc/<pid>/stat` field 22).
+/// A live process's start time in clock ticks since boot (`/proc/<pid>/stat` field
+/// 22); `None` when there is no such process or it is a zombie (killed, not yet reaped).
 fn start_time(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: skip past its end.
     let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19).map(String::from)
+    let mut fields = rest.split_whitespace();
+    if matches!(fields.next(), Some("Z" | "X" | "x")) {
+        return None;
+    }
+    fields.nth(18).map(String::from)
 }
 
 #[cfg(test)]
@@ -73,6 +78,20 @@ mod tests {
         child.wait().unwrap();
         let gone = format!("{}:{pid}:{}", host(), start.unwrap_or_else(|| "1".into()));
         assert!(holder_is_dead(&gone), "{gone}");
+        // A killed child not yet reaped (a zombie) is dead too.
+        let mut zombie = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let zpid = zombie.id();
+        let zstart = start_time(zpid).unwrap();
+        zombie.kill().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while start_time(zpid).is_some() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(holder_is_dead(&format!("{}:{zpid}:{zstart}", host())));
+        zombie.wait().unwrap();
         // Same pid, another start time: the pid was reused.
         let reused = format!("{}:{}:1", host(), std::process::id());
         assert!(holder_is_dead(&reused));

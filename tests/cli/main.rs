@@ -1,5 +1,6 @@
 //! Integration tests: the real `canvas` binary, driven like a user drives it.
 
+mod chat;
 mod concurrency;
 mod conformance;
 mod crash;
@@ -8,5 +9,6 @@ mod fixtures;
 mod inspect;
 mod resume;
 mod run;
+mod stop;
 mod terminal;
 mod util;

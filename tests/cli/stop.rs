@@ -1,0 +1,628 @@
+//! Stopping a run and picking it up again: Ctrl-C (SIGINT), `canvas cancel` from
+//! another process, a SIGKILLed run whose lease holder is dead, the refusal to let two
+//! processes run one run, and a form that cannot be asked (no terminal).
+//!
+//! The long run is a Loop of [`PASSES`] passes (a few seconds in a debug build). It is
+//! started as a child process with its output in files, and every stop waits until the
+//! store shows it running with events stored. Each stopped run is resumed and must end
+//! exactly like an uninterrupted reference run of the same canvas: one
+//! `workflow_started`, one `workflow_finished`, the same node events in the same order,
+//! and the final message `i=PASSES`.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::{canvas, canvases, events, trace};
+
+/// Upper bound on any single command, and on any wait of the test.
+const TIMEOUT: Duration = Duration::from_secs(60);
+/// How often a wait looks again.
+const POLL: Duration = Duration::from_millis(20);
+/// Loop passes of the long run.
+const PASSES: u64 = 6000;
+
+/// `begin → Loop:L (i from 0 until i ≥ PASSES) → Message:Done`, body
+/// `LoopItem:Start → VariableAssigner:Inc (Loop:L@i += 1)` (as in `benches/engine.rs`).
+fn loop_canvas() -> Value {
+    json!({
+        "components": {
+            "begin": {
+                "obj": {"component_name": "Begin",
+                        "params": {"mode": "conversational", "prologue": "Welcome.", "inputs": {}}},
+                "downstream": ["Loop:L"],
+                "upstream": []
+            },
+            "Loop:L": {
+                "obj": {"component_name": "Loop", "params": {
+                    "loop_variables": [
+                        {"variable": "i", "input_mode": "constant", "type": "number", "value": 0}
+                    ],
+                    "loop_termination_condition": [
+                        {"variable": "Loop:L@i", "operator": "≥", "input_mode": "constant",
+                         "value": PASSES}
+                    ],
+                    "logical_operator": "and",
+                    "maximum_loop_count": 100_000
+                }},
+                "downstream": ["Message:Done"],
+                "upstream": ["begin"]
+            },
+            "LoopItem:Start": {
+                "obj": {"component_name": "LoopItem", "params": {}},
+                "downstream": ["VariableAssigner:Inc"],
+                "upstream": [],
+                "parent_id": "Loop:L"
+            },
+            "VariableAssigner:Inc": {
+                "obj": {"component_name": "VariableAssigner", "params": {"variables": [
+                    {"variable": "Loop:L@i", "operator": "+=", "parameter": 1}
+                ]}},
+                "downstream": [],
+                "upstream": ["LoopItem:Start"],
+                "parent_id": "Loop:L"
+            },
+            "Message:Done": {
+                "obj": {"component_name": "Message", "params": {"content": ["i={Loop:L@i}"]}},
+                "downstream": [],
+                "upstream": ["Loop:L"]
+            }
+        },
+        "globals": {
+            "sys.query": "", "sys.user_id": "", "sys.conversation_turns": 0,
+            "sys.files": [], "sys.history": []
+        },
+        "history": [], "path": [], "retrieval": [],
+        "variables": {}
+    })
+}
+
+/// The final message of a correct run of [`loop_canvas`].
+fn expected_content() -> String {
+    format!("i={PASSES}")
+}
+
+/// A form canvas (as in `tests/cli/resume.rs`).
+const FORM: &str = r#"{"components": {
+  "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["UserFillUp:Ask"]},
+  "UserFillUp:Ask": {"obj": {"component_name": "UserFillUp", "params": {"enable_tips": true,
+      "tips": "You asked '{sys.query}'. Name?", "inputs": {"name": {"name": "Name", "type": "line", "optional": false},
+      "note": {"name": "Note", "type": "line", "optional": true}}}}, "downstream": ["Message:Hi"]},
+  "Message:Hi": {"obj": {"component_name": "Message", "params": {"content": ["Hi {UserFillUp:Ask@name} ({sys.query}, turn {sys.conversation_turns})"]}}, "downstream": []}}}"#;
+
+// ---------------------------------------------------------------------------------
+// Talking to the binary.
+
+/// Run a `canvas` command to completion (with [`TIMEOUT`]); stdin is not a terminal.
+fn cli(args: &[&str], store: &Path) -> Output {
+    canvas()
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .timeout(TIMEOUT)
+        .output()
+        .unwrap_or_else(|e| panic!("canvas {args:?}: {e}"))
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Panic unless `out` exited with `code`.
+fn expect_code(out: &Output, code: i32, what: &str) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{what}: exit status {}\nstderr: {}",
+        out.status,
+        stderr(out)
+    );
+}
+
+/// The run record (`canvas show --format json`).
+fn show(store: &Path, run_id: &str) -> Value {
+    let out = cli(&["show", run_id, "--format", "json"], store);
+    expect_code(&out, 0, "canvas show");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "canvas show --format json: not JSON: {e}\nstdout: {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// The run's status, from `canvas show`.
+fn status(store: &Path, run_id: &str) -> String {
+    let rec = show(store, run_id);
+    match rec["status"].as_str() {
+        Some(s) => s.to_string(),
+        None => panic!("canvas show: no status in {rec}"),
+    }
+}
+
+/// The run's stored event stream (`canvas events --format jsonl`).
+fn stored_events(store: &Path, run_id: &str) -> Vec<Value> {
+    let out = cli(&["events", run_id, "--format", "jsonl"], store);
+    expect_code(&out, 0, "canvas events");
+    events(&out.stdout)
+}
+
+/// How many events are named `name`.
+fn count(evs: &[Value], name: &str) -> usize {
+    evs.iter().filter(|e| e["event"] == name).count()
+}
+
+/// The final Message content of a stream (`workflow_finished` outputs).
+fn final_content(evs: &[Value]) -> Option<String> {
+    let last = evs.last()?;
+    if last["event"] != "workflow_finished" {
+        return None;
+    }
+    last["data"]["outputs"]["content"]
+        .as_str()
+        .map(str::to_string)
+}
+
+/// A `canvas` child process with stdin null and its output in files (a long jsonl
+/// stream would fill a pipe nobody reads). Killed and reaped if the test panics.
+struct Running {
+    child: Child,
+    out: PathBuf,
+    err: PathBuf,
+    what: String,
+}
+
+/// How a [`Running`] child ended.
+struct Ended {
+    status: ExitStatus,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+impl Running {
+    /// Start `canvas ARGS --store STORE`.
+    fn start(args: &[&str], store: &Path, what: &str) -> Running {
+        let dir = store.parent().expect("store in a folder");
+        let stem = store.file_stem().unwrap().to_string_lossy().into_owned();
+        let out = dir.join(format!("{stem}.{}.stdout", what.replace(' ', "-")));
+        let err = dir.join(format!("{stem}.{}.stderr", what.replace(' ', "-")));
+        let child = Command::new(env!("CARGO_BIN_EXE_canvas"))
+            .args(args)
+            .arg("--store")
+            .arg(store)
+            .env("NO_COLOR", "1")
+            .env("HOME", dir)
+            .env("CANVAS_STORE", store)
+            .stdin(Stdio::null())
+            .stdout(File::create(&out).expect("stdout file"))
+            .stderr(File::create(&err).expect("stderr file"))
+            .spawn()
+            .unwrap_or_else(|e| panic!("{what}: spawn canvas {args:?}: {e}"));
+        Running {
+            child,
+            out,
+            err,
+            what: what.to_string(),
+        }
+    }
+
+    fn stderr_now(&self) -> String {
+        std::fs::read_to_string(&self.err).unwrap_or_default()
+    }
+
+    /// The exit status if the child has ended.
+    fn ended(&mut self) -> Option<ExitStatus> {
+        self.child
+            .try_wait()
+            .unwrap_or_else(|e| panic!("{}: try_wait: {e}", self.what))
+    }
+
+    /// Wait (at most [`TIMEOUT`]) for the child to end.
+    fn wait(&mut self) -> Ended {
+        let deadline = Instant::now() + TIMEOUT;
+        let status = loop {
+            if let Some(st) = self.ended() {
+                break st;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!(
+                    "{}: still running after {TIMEOUT:?}\nstderr: {}",
+                    self.what,
+                    self.stderr_now()
+                );
+            }
+            std::thread::sleep(POLL);
+        };
+        Ended {
+            status,
+            stdout: std::fs::read(&self.out).unwrap_or_default(),
+            stderr: self.stderr_now(),
+        }
+    }
+
+    /// Wait (at most [`TIMEOUT`]) until the store shows the child's run `running` with
+    /// events stored; returns the run id.
+    fn wait_running(&mut self, store: &Path) -> String {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(st) = self.ended() {
+                panic!(
+                    "{}: ended ({st}) before the store showed it running\nstderr: {}",
+                    self.what,
+                    self.stderr_now()
+                );
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "{}: no running run with events in the store after {TIMEOUT:?}",
+                    self.what
+                );
+            }
+            if store.exists() {
+                let out = cli(&["events", "latest", "--format", "jsonl"], store);
+                if out.status.success() {
+                    let evs = events(&out.stdout);
+                    if let Some(id) = evs.first().and_then(|e| e["task_id"].as_str()) {
+                        if status(store, id) == "running" {
+                            return id.to_string();
+                        }
+                    }
+                }
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // A reaped child is not signalled again (std keeps its status).
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Send SIGINT to `child` with `kill -INT`.
+fn sigint(child: &Running) {
+    let st = Command::new("kill")
+        .args(["-INT", &child.child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(st.success(), "kill -INT {}: {st}", child.child.id());
+}
+
+// ---------------------------------------------------------------------------------
+// The reference and the checks.
+
+/// An uninterrupted run of [`loop_canvas`].
+struct Reference {
+    /// Its stored stream, as `event component_id` names.
+    trace: Vec<String>,
+    /// Its `node_finished` events.
+    node_finished: usize,
+}
+
+/// The reference, run once for all the tests of this file.
+fn reference() -> &'static Reference {
+    static REF: OnceLock<Reference> = OnceLock::new();
+    REF.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let (flow, store) = setup(&dir);
+        let out = cli(&["run", &flow, "--format", "jsonl"], &store);
+        expect_code(&out, 0, "the reference run");
+        let printed = events(&out.stdout);
+        let run_id = printed[0]["task_id"]
+            .as_str()
+            .expect("a task_id")
+            .to_string();
+        let stored = stored_events(&store, &run_id);
+        assert_eq!(
+            trace(&stored),
+            trace(&printed),
+            "reference: stored vs printed"
+        );
+        assert_eq!(
+            final_content(&stored).as_deref(),
+            Some(expected_content().as_str())
+        );
+        // One node_started/node_finished pair for begin, Loop:L and Message:Done, and
+        // for LoopItem:Start and VariableAssigner:Inc on every pass.
+        let node_finished = count(&stored, "node_finished");
+        assert!(
+            node_finished as u64 >= 2 * PASSES,
+            "reference: {node_finished} node_finished for {PASSES} passes"
+        );
+        Reference {
+            trace: trace(&stored),
+            node_finished,
+        }
+    })
+}
+
+/// The loop canvas written into `dir`, and the store path there.
+fn setup(dir: &tempfile::TempDir) -> (String, PathBuf) {
+    let flow = dir.path().join("loop.json");
+    std::fs::write(&flow, serde_json::to_vec(&loop_canvas()).unwrap()).unwrap();
+    (flow.to_str().unwrap().to_string(), dir.path().join("s.db"))
+}
+
+/// The stored stream of a run that was stopped: the turn began and did not finish, and
+/// fewer nodes finished than in the reference.
+fn assert_stopped_midway(store: &Path, run_id: &str, what: &str) {
+    let evs = stored_events(store, run_id);
+    assert_eq!(
+        count(&evs, "workflow_started"),
+        1,
+        "{what}: workflow_started"
+    );
+    assert_eq!(
+        count(&evs, "workflow_finished"),
+        0,
+        "{what}: a stopped run has no workflow_finished"
+    );
+    let done = count(&evs, "node_finished");
+    assert!(
+        done > 0 && done < reference().node_finished,
+        "{what}: stopped after {done} of {} node_finished",
+        reference().node_finished
+    );
+}
+
+/// The run succeeded and its stored stream is the reference's.
+fn assert_like_reference(store: &Path, run_id: &str, what: &str) {
+    assert_eq!(status(store, run_id), "succeeded", "{what}: status");
+    let evs = stored_events(store, run_id);
+    assert!(
+        evs.iter().all(|e| e["task_id"] == run_id),
+        "{what}: every stored event carries the run id {run_id}"
+    );
+    assert_eq!(
+        count(&evs, "workflow_started"),
+        1,
+        "{what}: workflow_started"
+    );
+    assert_eq!(
+        count(&evs, "workflow_finished"),
+        1,
+        "{what}: workflow_finished"
+    );
+    assert_eq!(
+        final_content(&evs).as_deref(),
+        Some(expected_content().as_str()),
+        "{what}: final message"
+    );
+    let reference = reference();
+    assert_eq!(
+        count(&evs, "node_finished"),
+        reference.node_finished,
+        "{what}: node_finished events vs the uninterrupted run"
+    );
+    let got = trace(&evs);
+    if let Some(at) = got.iter().zip(&reference.trace).position(|(a, b)| a != b) {
+        panic!(
+            "{what}: stored event #{at} is {:?}, the uninterrupted run's is {:?}",
+            got[at], reference.trace[at]
+        );
+    }
+    assert_eq!(got.len(), reference.trace.len(), "{what}: stored events");
+}
+
+/// `canvas resume RUN_ID`: exit 0, it prints the rest of the run, and the run ends
+/// like the reference.
+fn resume_to_the_end(store: &Path, run_id: &str, what: &str) {
+    let out = cli(&["resume", run_id, "--format", "jsonl"], store);
+    expect_code(&out, 0, &format!("{what}: canvas resume"));
+    let printed = events(&out.stdout);
+    assert_eq!(
+        count(&printed, "workflow_started"),
+        0,
+        "{what}: the resume continues the turn, it does not start one"
+    );
+    assert_eq!(
+        final_content(&printed).as_deref(),
+        Some(expected_content().as_str()),
+        "{what}: what the resume printed last"
+    );
+    assert_like_reference(store, run_id, what);
+}
+
+// ---------------------------------------------------------------------------------
+// Tests.
+
+#[test]
+fn ctrl_c_interrupts_and_resume_finishes_the_run() {
+    reference();
+    let dir = tempfile::tempdir().unwrap();
+    let (flow, store) = setup(&dir);
+    let mut run = Running::start(&["run", &flow, "--format", "jsonl"], &store, "run");
+    let run_id = run.wait_running(&store);
+    sigint(&run);
+    let ended = run.wait();
+    assert_eq!(
+        ended.status.code(),
+        Some(130),
+        "Ctrl-C: exit status {}\nstderr: {}",
+        ended.status,
+        ended.stderr
+    );
+    assert!(ended.stderr.contains("interrupted"), "{}", ended.stderr);
+    assert!(
+        ended.stderr.contains(&format!("canvas resume {run_id}")),
+        "{}",
+        ended.stderr
+    );
+    // What it printed is what it stored.
+    assert_eq!(
+        trace(&events(&ended.stdout)),
+        trace(&stored_events(&store, &run_id)),
+        "printed vs stored when interrupted"
+    );
+    assert_eq!(status(&store, &run_id), "interrupted");
+    assert_stopped_midway(&store, &run_id, "interrupted");
+    resume_to_the_end(&store, &run_id, "resumed after Ctrl-C");
+}
+
+#[test]
+fn cancel_from_another_process_stops_at_a_node_boundary() {
+    reference();
+    let dir = tempfile::tempdir().unwrap();
+    let (flow, store) = setup(&dir);
+    let mut run = Running::start(&["run", &flow, "--format", "jsonl"], &store, "run");
+    let run_id = run.wait_running(&store);
+    let out = cli(&["cancel", &run_id], &store);
+    expect_code(&out, 0, "canvas cancel of a running run");
+    assert!(
+        stderr(&out).contains("next node boundary"),
+        "{}",
+        stderr(&out)
+    );
+    let ended = run.wait();
+    assert_eq!(
+        ended.status.code(),
+        Some(1),
+        "the cancelled run: exit status {}\nstderr: {}",
+        ended.status,
+        ended.stderr
+    );
+    assert!(ended.stderr.contains("cancelled"), "{}", ended.stderr);
+    assert_eq!(status(&store, &run_id), "cancelled");
+    assert_stopped_midway(&store, &run_id, "cancelled");
+    resume_to_the_end(&store, &run_id, "resumed after cancel");
+}
+
+#[test]
+fn cancel_refuses_a_run_that_is_not_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let hello = canvases().join("hello.json");
+    let out = cli(
+        &[
+            "run",
+            hello.to_str().unwrap(),
+            "-q",
+            "hi",
+            "--format",
+            "jsonl",
+        ],
+        &store,
+    );
+    expect_code(&out, 0, "canvas run hello.json");
+    let run_id = events(&out.stdout)[0]["task_id"]
+        .as_str()
+        .expect("a task_id")
+        .to_string();
+
+    let out = cli(&["cancel", &run_id], &store);
+    expect_code(&out, 2, "canvas cancel of a succeeded run");
+    let err = stderr(&out);
+    assert!(err.contains(&run_id) && err.contains("succeeded"), "{err}");
+    assert_eq!(
+        status(&store, &run_id),
+        "succeeded",
+        "the refusal changed nothing"
+    );
+
+    let out = cli(&["cancel", "nope"], &store);
+    expect_code(&out, 2, "canvas cancel nope");
+    assert!(stderr(&out).contains("nope"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_running_run_is_not_resumed_by_a_second_process() {
+    reference();
+    let dir = tempfile::tempdir().unwrap();
+    let (flow, store) = setup(&dir);
+    let mut run = Running::start(&["run", &flow, "--format", "jsonl"], &store, "run");
+    let run_id = run.wait_running(&store);
+    let out = cli(&["resume", &run_id, "--format", "jsonl"], &store);
+    expect_code(&out, 2, "canvas resume of a run another process runs");
+    assert!(
+        stderr(&out).contains("being run by another process"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(out.stdout.is_empty(), "the refused resume printed events");
+    let ended = run.wait();
+    assert_eq!(
+        ended.status.code(),
+        Some(0),
+        "the first run: exit status {}\nstderr: {}",
+        ended.status,
+        ended.stderr
+    );
+    assert_like_reference(&store, &run_id, "the first run");
+}
+
+#[test]
+fn cancel_of_a_killed_run_marks_it_cancelled_and_resume_finishes_it() {
+    reference();
+    let dir = tempfile::tempdir().unwrap();
+    let (flow, store) = setup(&dir);
+    let mut run = Running::start(&["run", &flow, "--format", "jsonl"], &store, "run");
+    let run_id = run.wait_running(&store);
+    run.child.kill().expect("SIGKILL the run");
+    let st = run.wait().status;
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&st),
+        Some(9),
+        "{st}"
+    );
+    assert_eq!(
+        status(&store, &run_id),
+        "running",
+        "a SIGKILLed run is left running"
+    );
+
+    let out = cli(&["cancel", &run_id], &store);
+    expect_code(&out, 0, "canvas cancel of a killed run");
+    assert!(
+        stderr(&out).contains("was not being run"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(status(&store, &run_id), "cancelled");
+    assert_stopped_midway(&store, &run_id, "killed then cancelled");
+    resume_to_the_end(&store, &run_id, "resumed after kill and cancel");
+}
+
+#[test]
+fn a_form_without_a_terminal_waits_for_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let flow = dir.path().join("form.json");
+    std::fs::write(&flow, FORM).unwrap();
+    let flow = flow.to_str().unwrap();
+    // With --non-interactive, and without it (stdin is not a terminal either way).
+    for (n, extra) in [(1, Some("--non-interactive")), (2, None)] {
+        let what = format!("form run {n} ({extra:?})");
+        let store = dir.path().join(format!("s{n}.db"));
+        let mut args = vec!["run", flow, "-q", "book", "--format", "jsonl"];
+        args.extend(extra);
+        // stdin is null: `Running` spawns it so, with the same time limit.
+        let ended = Running::start(&args, &store, &format!("form{n}")).wait();
+        assert_eq!(
+            ended.status.code(),
+            Some(3),
+            "{what}: exit status {}\nstderr: {}",
+            ended.status,
+            ended.stderr
+        );
+        let evs = events(&ended.stdout);
+        let last = evs.last().unwrap_or_else(|| panic!("{what}: no events"));
+        assert_eq!(last["event"], "user_inputs", "{what}");
+        let run_id = last["task_id"].as_str().expect("a task_id");
+        assert!(
+            ended.stderr.contains(&format!(
+                "waiting for input: canvas resume {run_id} -i name=…"
+            )),
+            "{what}: {}",
+            ended.stderr
+        );
+        assert_eq!(status(&store, run_id), "waiting", "{what}");
+    }
+}
