@@ -13,7 +13,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use rusqlite::{
-    Connection, OptionalExtension, Params, Row, Transaction, TransactionBehavior, params,
+    Connection, OpenFlags, OptionalExtension, Params, Row, Transaction, TransactionBehavior, params,
 };
 use serde_json::Value;
 
@@ -139,6 +139,27 @@ impl SqliteStore {
         let store = SqliteStore::setup(conn, Some(path.to_path_buf()))?;
         restrict_side_files(path);
         Ok(store)
+    }
+
+    /// Open an existing store for reading only: nothing is created, migrated or switched
+    /// (for `runs`, `show`, `events`). Writes through it fail.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<SqliteStore> {
+        let path = path.as_ref();
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)
+            .map_err(|e| sql(&format!("opening {}", path.display()), e))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| sql("setting the busy timeout", e))?;
+        schema::check_not_newer(schema::version(&conn)?)?;
+        let inner = Inner {
+            conn,
+            cache: HashMap::new(),
+            checkpoint_bytes: 0,
+        };
+        Ok(SqliteStore {
+            inner: Mutex::new(inner),
+            path: Some(path.to_path_buf()),
+        })
     }
 
     /// A private in-memory store (tests).
@@ -1003,6 +1024,26 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_read_only_store_reads_and_never_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        {
+            let store = SqliteStore::open(&path).unwrap();
+            run(&store, "01R", 1.0);
+            store.commit("01R", 1, &["{\"e\":1}".into()], None).unwrap();
+        }
+        let before = std::fs::read(&path).unwrap();
+        let ro = SqliteStore::open_read_only(&path).unwrap();
+        assert_eq!(ro.find_run("01R").unwrap().id, "01R");
+        assert_eq!(ro.events("01R").unwrap(), ["{\"e\":1}"]);
+        assert!(ro.request_cancel("01R").is_err(), "a write went through");
+        drop(ro);
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        assert!(SqliteStore::open_read_only(dir.path().join("none.db")).is_err());
+        assert!(!dir.path().join("none.db").exists());
     }
 
     #[test]
