@@ -1,8 +1,8 @@
 //! Engine throughput benchmark: time per node execution, to compare with RAGFlow's
 //! Python engine (0.4–1.0 ms per node on the canvases of `../shared/bench`).
 //!
-//! Two canvases are generated in code, equivalent to `perf_a_chain1000` and
-//! `perf_c_loop2000`:
+//! Two canvases are generated in code (`tests/cli/canvases.rs`, shared with the CLI
+//! tests), equivalent to `perf_a_chain1000` and `perf_c_loop2000`:
 //!
 //! - `chain1000`: `begin → 1000 VariableAssigner (env.count += 1) → Message`;
 //! - `loop2000`: a Loop of 2000 passes (LoopItem → VariableAssigner `i += 1`, until
@@ -31,122 +31,19 @@ use canvas::engine::{
     Canvas, Event, EventKind, EventSink, Outcome, RunConfig, RunState, VecSink, run_turn,
 };
 use canvas::store::{RunRecord, SqliteStore, Store};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
+
+// The canvas generators are shared with the CLI tests. The file also holds `FORM`, which
+// only the tests use: in this target of its own it would be dead code.
+#[allow(dead_code)]
+#[path = "../tests/cli/canvases.rs"]
+mod canvases;
+use canvases::{chain_canvas, loop_canvas};
 
 /// Runs thrown away before measuring.
 const WARMUP: usize = 3;
 /// Runs measured.
 const RUNS: usize = 10;
-
-/// `begin → VariableAssigner:1 … :n (env.count += 1) → Message:End`.
-fn chain_canvas(n: usize) -> Value {
-    let va = |i: usize| format!("VariableAssigner:{i}");
-    let mut comps = Map::new();
-    comps.insert(
-        "begin".into(),
-        json!({
-            "obj": {"component_name": "Begin",
-                    "params": {"mode": "conversational", "prologue": "Welcome.", "inputs": {}}},
-            "downstream": [va(1)],
-            "upstream": []
-        }),
-    );
-    for i in 1..=n {
-        let up = if i == 1 {
-            "begin".to_string()
-        } else {
-            va(i - 1)
-        };
-        let down = if i == n {
-            "Message:End".to_string()
-        } else {
-            va(i + 1)
-        };
-        comps.insert(
-            va(i),
-            json!({
-                "obj": {"component_name": "VariableAssigner",
-                        "params": {"variables": [
-                            {"variable": "env.count", "operator": "+=", "parameter": 1}
-                        ]}},
-                "downstream": [down],
-                "upstream": [up]
-            }),
-        );
-    }
-    comps.insert(
-        "Message:End".into(),
-        json!({
-            "obj": {"component_name": "Message", "params": {"content": ["count={env.count}"]}},
-            "downstream": [],
-            "upstream": [va(n)]
-        }),
-    );
-    json!({
-        "components": comps,
-        "globals": {
-            "sys.query": "", "sys.user_id": "", "sys.conversation_turns": 0,
-            "sys.files": [], "sys.history": [], "env.count": 0
-        },
-        "history": [], "path": [], "retrieval": [],
-        "variables": {"count": {"name": "count", "type": "number", "value": 0}}
-    })
-}
-
-/// `begin → Loop:L (i from 0 until i ≥ passes) → Message:Done`, body
-/// `LoopItem:Start → VariableAssigner:Inc (Loop:L@i += 1)`.
-fn loop_canvas(passes: u64) -> Value {
-    json!({
-        "components": {
-            "begin": {
-                "obj": {"component_name": "Begin",
-                        "params": {"mode": "conversational", "prologue": "Welcome.", "inputs": {}}},
-                "downstream": ["Loop:L"],
-                "upstream": []
-            },
-            "Loop:L": {
-                "obj": {"component_name": "Loop", "params": {
-                    "loop_variables": [
-                        {"variable": "i", "input_mode": "constant", "type": "number", "value": 0}
-                    ],
-                    "loop_termination_condition": [
-                        {"variable": "Loop:L@i", "operator": "≥", "input_mode": "constant",
-                         "value": passes}
-                    ],
-                    "logical_operator": "and",
-                    "maximum_loop_count": 100_000
-                }},
-                "downstream": ["Message:Done"],
-                "upstream": ["begin"]
-            },
-            "LoopItem:Start": {
-                "obj": {"component_name": "LoopItem", "params": {}},
-                "downstream": ["VariableAssigner:Inc"],
-                "upstream": [],
-                "parent_id": "Loop:L"
-            },
-            "VariableAssigner:Inc": {
-                "obj": {"component_name": "VariableAssigner", "params": {"variables": [
-                    {"variable": "Loop:L@i", "operator": "+=", "parameter": 1}
-                ]}},
-                "downstream": [],
-                "upstream": ["LoopItem:Start"],
-                "parent_id": "Loop:L"
-            },
-            "Message:Done": {
-                "obj": {"component_name": "Message", "params": {"content": ["i={Loop:L@i}"]}},
-                "downstream": [],
-                "upstream": ["Loop:L"]
-            }
-        },
-        "globals": {
-            "sys.query": "", "sys.user_id": "", "sys.conversation_turns": 0,
-            "sys.files": [], "sys.history": []
-        },
-        "history": [], "path": [], "retrieval": [],
-        "variables": {}
-    })
-}
 
 /// What the CLI does with an event: serialise it to one JSON line. The buffer is reused;
 /// only counts are kept.

@@ -159,9 +159,7 @@ pub(super) fn open_existing(path: &Path) -> Result<Option<SqliteStore>, CliError
     };
     match path.try_exists() {
         Ok(false) => Ok(None),
-        Ok(true) => SqliteStore::open_read_only(path)
-            .map(Some)
-            .map_err(|e| cannot(&e)),
+        Ok(true) => SqliteStore::open_read_only(path).map_err(|e| cannot(&e)),
         Err(e) => Err(cannot(&e)),
     }
 }

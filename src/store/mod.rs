@@ -207,7 +207,7 @@ pub fn canvas_hash(text: &str) -> String {
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// SQLite refused an operation.
-    #[error("store: {context}")]
+    #[error("store: {context}: {source}")]
     Sqlite {
         /// What the store was doing.
         context: String,
@@ -246,7 +246,7 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// A stored JSON value (state, delta, form) could not be read or written.
-    #[error("store: {context}")]
+    #[error("store: {context}: {source}")]
     Json {
         /// What the store was doing.
         context: String,

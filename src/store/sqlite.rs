@@ -142,24 +142,33 @@ impl SqliteStore {
     }
 
     /// Open an existing store for reading only: nothing is created, migrated or switched
-    /// (for `runs`, `show`, `events`). Writes through it fail.
-    pub fn open_read_only(path: impl AsRef<Path>) -> Result<SqliteStore> {
+    /// (for `runs`, `show`, `events`). Writes through it fail. `None` when the file holds
+    /// no store yet (a process was killed while creating it).
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Option<SqliteStore>> {
         let path = path.as_ref();
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        // Read-write without CREATE, then `query_only`: a store left by a killed writer
+        // needs its WAL recovered on open, which a read-only connection cannot do.
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)
             .map_err(|e| sql(&format!("opening {}", path.display()), e))?;
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| sql("setting the busy timeout", e))?;
-        schema::check_not_newer(schema::version(&conn)?)?;
+        conn.pragma_update(None, "query_only", true)
+            .map_err(|e| sql("making the connection read-only", e))?;
+        let version = schema::version(&conn)?;
+        schema::check_not_newer(version)?;
+        if version == 0 {
+            return Ok(None);
+        }
         let inner = Inner {
             conn,
             cache: HashMap::new(),
             checkpoint_bytes: 0,
         };
-        Ok(SqliteStore {
+        Ok(Some(SqliteStore {
             inner: Mutex::new(inner),
             path: Some(path.to_path_buf()),
-        })
+        }))
     }
 
     /// A private in-memory store (tests).
@@ -1036,7 +1045,7 @@ mod tests {
             store.commit("01R", 1, &["{\"e\":1}".into()], None).unwrap();
         }
         let before = std::fs::read(&path).unwrap();
-        let ro = SqliteStore::open_read_only(&path).unwrap();
+        let ro = SqliteStore::open_read_only(&path).unwrap().unwrap();
         assert_eq!(ro.find_run("01R").unwrap().id, "01R");
         assert_eq!(ro.events("01R").unwrap(), ["{\"e\":1}"]);
         assert!(ro.request_cancel("01R").is_err(), "a write went through");
@@ -1044,6 +1053,12 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), before);
         assert!(SqliteStore::open_read_only(dir.path().join("none.db")).is_err());
         assert!(!dir.path().join("none.db").exists());
+        // A file left empty by a process killed while creating the store.
+        std::fs::write(dir.path().join("empty.db"), b"").unwrap();
+        assert!(matches!(
+            SqliteStore::open_read_only(dir.path().join("empty.db")),
+            Ok(None)
+        ));
     }
 
     #[test]

@@ -1,14 +1,10 @@
 //! `canvas chat`: lines of stdin (not a terminal) are the turns of one run.
 
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::{canvas, events};
-
-/// Upper bound on one command.
-const TIMEOUT: Duration = Duration::from_secs(60);
+use crate::util::{TIMEOUT, canvas, events, runs};
 
 /// Echoes the turn number and the query. A streamed Message drops the whitespace
 /// around references: turn 1 of "hello" renders `turn1:hello`.
@@ -74,24 +70,7 @@ fn each_stdin_line_is_a_turn_of_one_run() {
         "every event carries the one run id {run_id}"
     );
 
-    let out = canvas()
-        .args(["runs", "--format", "json", "--limit", "0", "--store"])
-        .arg(&store)
-        .timeout(TIMEOUT)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "canvas runs: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let runs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "canvas runs --format json: not a JSON array: {e}: {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
+    let runs = runs(&store);
     assert_eq!(runs.len(), 1, "one run for the chat: {runs:?}");
     assert_eq!(runs[0]["id"], run_id);
     assert_eq!(runs[0]["turns"], 2);

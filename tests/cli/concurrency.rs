@@ -6,16 +6,14 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::util::{canvas, canvases, events};
+use crate::util::{TIMEOUT, canvas, canvases, events, runs};
 
 const WORKERS: usize = 8;
 const RUNS_EACH: usize = 25;
-/// Upper bound on one command.
-const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// One finished `canvas run`.
 struct Done {
@@ -93,24 +91,7 @@ fn eight_processes_share_one_store() {
         assert!(ids.insert(id.to_string()), "{what}: run id {id} twice");
     }
 
-    let out = canvas()
-        .args(["runs", "--format", "json", "--limit", "0", "--store"])
-        .arg(store.as_path())
-        .timeout(TIMEOUT)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "canvas runs: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let listed: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "canvas runs --format json: not JSON: {e}: {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
+    let listed = runs(&store);
     assert_eq!(listed.len(), WORKERS * RUNS_EACH, "runs listed");
     let not_ok: Vec<&Value> = listed
         .iter()

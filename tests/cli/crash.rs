@@ -2,18 +2,19 @@
 //! continued with `canvas resume latest` ends up exactly like a run that was never
 //! interrupted.
 //!
-//! Four canvases are generated here: a chain of VariableAssigners, a Loop of many
-//! passes, an Iteration over a list split from the query, and a chain with a UserFillUp
-//! form in the middle. For each, an uninterrupted reference run gives the expected
-//! stored event stream. Then, attempt after attempt (one store file per attempt), the
-//! run is started as a child process, killed after a pseudo-random delay spread over
-//! the reference's duration (a deterministic xorshift), and resumed until it succeeds;
-//! some attempts kill the first resume too. Each killed run must end `succeeded` with
-//! a stored stream equal to the reference's, event by event, once timestamps, elapsed
-//! times and ids are ignored: a finished node run twice would add a `node_finished`, a
-//! lost or repeated event would show too. A kill point is (canvas, events stored when
-//! the process died); every canvas must contribute at least [`MIN_KILL_POINTS`] distinct
-//! ones, so the four tests together cover at least 32.
+//! Four canvases are used: a chain of VariableAssigners and a Loop of many passes (from
+//! [`crate::canvases`]), and, generated here, an Iteration over a list split from the
+//! query and a chain with a UserFillUp form in the middle. For each, an uninterrupted
+//! reference run gives the expected stored event stream. Then, attempt after attempt
+//! (one store file per attempt), the run is started as a child process, killed after a
+//! pseudo-random delay spread over the reference's duration (a deterministic xorshift),
+//! and resumed until it succeeds; some attempts kill the first resume too. Each killed
+//! run must end `succeeded` with a stored stream equal to the reference's, event by
+//! event, once timestamps, elapsed times and ids are ignored: a finished node run twice
+//! would add a `node_finished`, a lost or repeated event would show too. A kill point
+//! is (canvas, events stored when the process died); every canvas must contribute at
+//! least [`MIN_KILL_POINTS`] distinct ones, so the four tests together cover at least
+//! 32.
 
 use std::collections::BTreeSet;
 use std::os::unix::process::ExitStatusExt;
@@ -23,10 +24,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use crate::util::{canvas, events, trace};
+use crate::canvases::{begin, chain_canvas, loop_canvas, with_globals};
+use crate::util::{
+    cli, events, expect_code, final_content, runs, show, status, stored_events, trace,
+};
 
-/// Upper bound on any single command of the test.
-const TIMEOUT: Duration = Duration::from_secs(60);
 /// The form answer, given exactly as the reference run gave it.
 const ANSWER: &str = "name=x";
 /// Distinct kill points each canvas must contribute.
@@ -55,109 +57,6 @@ struct Case {
     expected: String,
     /// Seed of the kill delays.
     seed: u64,
-}
-
-/// `begin → VariableAssigner:1 … :n (env.count += 1) → Message:End` (as in
-/// `benches/engine.rs`).
-fn chain_canvas(n: usize) -> Value {
-    let va = |i: usize| format!("VariableAssigner:{i}");
-    let mut comps = Map::new();
-    comps.insert(
-        "begin".into(),
-        json!({
-            "obj": {"component_name": "Begin",
-                    "params": {"mode": "conversational", "prologue": "Welcome.", "inputs": {}}},
-            "downstream": [va(1)],
-            "upstream": []
-        }),
-    );
-    for i in 1..=n {
-        let up = if i == 1 {
-            "begin".to_string()
-        } else {
-            va(i - 1)
-        };
-        let down = if i == n {
-            "Message:End".to_string()
-        } else {
-            va(i + 1)
-        };
-        comps.insert(
-            va(i),
-            json!({
-                "obj": {"component_name": "VariableAssigner",
-                        "params": {"variables": [
-                            {"variable": "env.count", "operator": "+=", "parameter": 1}
-                        ]}},
-                "downstream": [down],
-                "upstream": [up]
-            }),
-        );
-    }
-    comps.insert(
-        "Message:End".into(),
-        json!({
-            "obj": {"component_name": "Message", "params": {"content": ["count={env.count}"]}},
-            "downstream": [],
-            "upstream": [va(n)]
-        }),
-    );
-    with_globals(comps)
-}
-
-/// `begin → Loop:L (i from 0 until i ≥ passes) → Message:Done`, body
-/// `LoopItem:Start → VariableAssigner:Inc (Loop:L@i += 1)` (as in `benches/engine.rs`).
-fn loop_canvas(passes: u64) -> Value {
-    json!({
-        "components": {
-            "begin": {
-                "obj": {"component_name": "Begin",
-                        "params": {"mode": "conversational", "prologue": "Welcome.", "inputs": {}}},
-                "downstream": ["Loop:L"],
-                "upstream": []
-            },
-            "Loop:L": {
-                "obj": {"component_name": "Loop", "params": {
-                    "loop_variables": [
-                        {"variable": "i", "input_mode": "constant", "type": "number", "value": 0}
-                    ],
-                    "loop_termination_condition": [
-                        {"variable": "Loop:L@i", "operator": "≥", "input_mode": "constant",
-                         "value": passes}
-                    ],
-                    "logical_operator": "and",
-                    "maximum_loop_count": 100_000
-                }},
-                "downstream": ["Message:Done"],
-                "upstream": ["begin"]
-            },
-            "LoopItem:Start": {
-                "obj": {"component_name": "LoopItem", "params": {}},
-                "downstream": ["VariableAssigner:Inc"],
-                "upstream": [],
-                "parent_id": "Loop:L"
-            },
-            "VariableAssigner:Inc": {
-                "obj": {"component_name": "VariableAssigner", "params": {"variables": [
-                    {"variable": "Loop:L@i", "operator": "+=", "parameter": 1}
-                ]}},
-                "downstream": [],
-                "upstream": ["LoopItem:Start"],
-                "parent_id": "Loop:L"
-            },
-            "Message:Done": {
-                "obj": {"component_name": "Message", "params": {"content": ["i={Loop:L@i}"]}},
-                "downstream": [],
-                "upstream": ["Loop:L"]
-            }
-        },
-        "globals": {
-            "sys.query": "", "sys.user_id": "", "sys.conversation_turns": 0,
-            "sys.files": [], "sys.history": []
-        },
-        "history": [], "path": [], "retrieval": [],
-        "variables": {}
-    })
 }
 
 /// `begin → StringTransform:Split (sys.query on ",") → Iteration:Each → Message:Done`;
@@ -232,15 +131,7 @@ fn form_canvas(before: usize, after: usize) -> Value {
     ids.extend((1..=after).map(|i| format!("VariableAssigner:B{i}")));
     ids.push("Message:End".into());
     let mut comps = Map::new();
-    comps.insert(
-        "begin".into(),
-        json!({
-            "obj": {"component_name": "Begin",
-                    "params": {"mode": "conversational", "prologue": "Welcome.", "inputs": {}}},
-            "downstream": [ids[0]],
-            "upstream": []
-        }),
-    );
+    comps.insert("begin".into(), begin(&ids[0]));
     for (k, id) in ids.iter().enumerate() {
         let up = if k == 0 { "begin" } else { ids[k - 1].as_str() };
         let down: Vec<&str> = ids.get(k + 1).map(String::as_str).into_iter().collect();
@@ -265,19 +156,6 @@ fn form_canvas(before: usize, after: usize) -> Value {
     with_globals(comps)
 }
 
-/// The canvas around `components`, with `env.count` declared.
-fn with_globals(comps: Map<String, Value>) -> Value {
-    json!({
-        "components": comps,
-        "globals": {
-            "sys.query": "", "sys.user_id": "", "sys.conversation_turns": 0,
-            "sys.files": [], "sys.history": [], "env.count": 0
-        },
-        "history": [], "path": [], "retrieval": [],
-        "variables": {"count": {"name": "count", "type": "number", "value": 0}}
-    })
-}
-
 // ---------------------------------------------------------------------------------
 // Talking to the binary.
 
@@ -298,69 +176,6 @@ impl Rng {
     fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
-}
-
-/// Run a `canvas` command to completion (with [`TIMEOUT`]); stdin is not a terminal.
-fn cli(args: &[&str], store: &Path) -> std::process::Output {
-    canvas()
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .timeout(TIMEOUT)
-        .output()
-        .unwrap_or_else(|e| panic!("canvas {args:?}: {e}"))
-}
-
-/// Panic unless `out` exited with `code`.
-fn expect_code(out: &std::process::Output, code: i32, what: &str) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "{what}: exit status {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Every run of the store (`canvas runs --format json --limit 0`).
-fn runs(store: &Path) -> Vec<Value> {
-    let out = cli(&["runs", "--format", "json", "--limit", "0"], store);
-    expect_code(&out, 0, "canvas runs");
-    match serde_json::from_slice(&out.stdout) {
-        Ok(Value::Array(a)) => a,
-        other => panic!(
-            "canvas runs --format json: not a JSON array: {other:?}\nstdout: {}",
-            String::from_utf8_lossy(&out.stdout)
-        ),
-    }
-}
-
-/// The run record (`canvas show --format json`).
-fn show(store: &Path, run_id: &str) -> Value {
-    let out = cli(&["show", run_id, "--format", "json"], store);
-    expect_code(&out, 0, "canvas show");
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "canvas show --format json: not JSON: {e}\nstdout: {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
-}
-
-/// The run's status, from `canvas show`.
-fn status(store: &Path, run_id: &str) -> String {
-    let rec = show(store, run_id);
-    match rec["status"].as_str() {
-        Some(s) => s.to_string(),
-        None => panic!("canvas show: no status in {rec}"),
-    }
-}
-
-/// The run's stored event stream (`canvas events --format jsonl`).
-fn stored_events(store: &Path, run_id: &str) -> Vec<Value> {
-    let out = cli(&["events", run_id, "--format", "jsonl"], store);
-    expect_code(&out, 0, "canvas events");
-    events(&out.stdout)
 }
 
 /// What must be equal between two runs' streams: event names, component ids, node
@@ -431,17 +246,6 @@ fn assert_stream(got: &[Value], want: &[Value], prefix: bool, what: &str) {
         window(got),
         window(want),
     );
-}
-
-/// The final Message content of a stream (`workflow_finished` outputs).
-fn final_content(evs: &[Value]) -> Option<String> {
-    let last = evs.last()?;
-    if last["event"] != "workflow_finished" {
-        return None;
-    }
-    last["data"]["outputs"]["content"]
-        .as_str()
-        .map(str::to_string)
 }
 
 /// How a killed child ended.

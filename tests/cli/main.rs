@@ -1,5 +1,6 @@
 //! Integration tests: the real `canvas` binary, driven like a user drives it.
 
+mod canvases;
 mod chat;
 mod concurrency;
 mod conformance;

@@ -2,14 +2,8 @@
 
 use serde_json::json;
 
+use crate::canvases::FORM;
 use crate::util::{canvas, events, trace};
-
-const FORM: &str = r#"{"components": {
-  "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["UserFillUp:Ask"]},
-  "UserFillUp:Ask": {"obj": {"component_name": "UserFillUp", "params": {"enable_tips": true,
-      "tips": "You asked '{sys.query}'. Name?", "inputs": {"name": {"name": "Name", "type": "line", "optional": false},
-      "note": {"name": "Note", "type": "line", "optional": true}}}}, "downstream": ["Message:Hi"]},
-  "Message:Hi": {"obj": {"component_name": "Message", "params": {"content": ["Hi {UserFillUp:Ask@name} ({sys.query}, turn {sys.conversation_turns})"]}}, "downstream": []}}}"#;
 
 #[test]
 fn form_pauses_then_resume_answers_it() {

@@ -2,169 +2,43 @@
 //! another process, a SIGKILLed run whose lease holder is dead, the refusal to let two
 //! processes run one run, and a form that cannot be asked (no terminal).
 //!
-//! The long run is a Loop of [`PASSES`] passes (a few seconds in a debug build). It is
-//! started as a child process with its output in files, and every stop waits until the
-//! store shows it running with events stored. Each stopped run is resumed and must end
+//! The long run is [`loop_canvas`] with [`PASSES`] passes (a few seconds in a debug
+//! build). It is started as a child process with its output in files, and every stop
+//! waits until the store shows it running with events stored. Each stopped run is resumed and must end
 //! exactly like an uninterrupted reference run of the same canvas: one
 //! `workflow_started`, one `workflow_finished`, the same node events in the same order,
 //! and the final message `i=PASSES`.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::util::{canvas, canvases, events, trace};
+use crate::canvases::{FORM, loop_canvas};
+use crate::util::{
+    TIMEOUT, canvases, cli, events, expect_code, final_content, status, stderr, stored_events,
+    trace,
+};
 
-/// Upper bound on any single command, and on any wait of the test.
-const TIMEOUT: Duration = Duration::from_secs(60);
 /// How often a wait looks again.
 const POLL: Duration = Duration::from_millis(20);
 /// Loop passes of the long run.
 const PASSES: u64 = 6000;
-
-/// `begin → Loop:L (i from 0 until i ≥ PASSES) → Message:Done`, body
-/// `LoopItem:Start → VariableAssigner:Inc (Loop:L@i += 1)` (as in `benches/engine.rs`).
-fn loop_canvas() -> Value {
-    json!({
-        "components": {
-            "begin": {
-                "obj": {"component_name": "Begin",
-                        "params": {"mode": "conversational", "prologue": "Welcome.", "inputs": {}}},
-                "downstream": ["Loop:L"],
-                "upstream": []
-            },
-            "Loop:L": {
-                "obj": {"component_name": "Loop", "params": {
-                    "loop_variables": [
-                        {"variable": "i", "input_mode": "constant", "type": "number", "value": 0}
-                    ],
-                    "loop_termination_condition": [
-                        {"variable": "Loop:L@i", "operator": "≥", "input_mode": "constant",
-                         "value": PASSES}
-                    ],
-                    "logical_operator": "and",
-                    "maximum_loop_count": 100_000
-                }},
-                "downstream": ["Message:Done"],
-                "upstream": ["begin"]
-            },
-            "LoopItem:Start": {
-                "obj": {"component_name": "LoopItem", "params": {}},
-                "downstream": ["VariableAssigner:Inc"],
-                "upstream": [],
-                "parent_id": "Loop:L"
-            },
-            "VariableAssigner:Inc": {
-                "obj": {"component_name": "VariableAssigner", "params": {"variables": [
-                    {"variable": "Loop:L@i", "operator": "+=", "parameter": 1}
-                ]}},
-                "downstream": [],
-                "upstream": ["LoopItem:Start"],
-                "parent_id": "Loop:L"
-            },
-            "Message:Done": {
-                "obj": {"component_name": "Message", "params": {"content": ["i={Loop:L@i}"]}},
-                "downstream": [],
-                "upstream": ["Loop:L"]
-            }
-        },
-        "globals": {
-            "sys.query": "", "sys.user_id": "", "sys.conversation_turns": 0,
-            "sys.files": [], "sys.history": []
-        },
-        "history": [], "path": [], "retrieval": [],
-        "variables": {}
-    })
-}
 
 /// The final message of a correct run of [`loop_canvas`].
 fn expected_content() -> String {
     format!("i={PASSES}")
 }
 
-/// A form canvas (as in `tests/cli/resume.rs`).
-const FORM: &str = r#"{"components": {
-  "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["UserFillUp:Ask"]},
-  "UserFillUp:Ask": {"obj": {"component_name": "UserFillUp", "params": {"enable_tips": true,
-      "tips": "You asked '{sys.query}'. Name?", "inputs": {"name": {"name": "Name", "type": "line", "optional": false},
-      "note": {"name": "Note", "type": "line", "optional": true}}}}, "downstream": ["Message:Hi"]},
-  "Message:Hi": {"obj": {"component_name": "Message", "params": {"content": ["Hi {UserFillUp:Ask@name} ({sys.query}, turn {sys.conversation_turns})"]}}, "downstream": []}}}"#;
-
 // ---------------------------------------------------------------------------------
 // Talking to the binary.
-
-/// Run a `canvas` command to completion (with [`TIMEOUT`]); stdin is not a terminal.
-fn cli(args: &[&str], store: &Path) -> Output {
-    canvas()
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .timeout(TIMEOUT)
-        .output()
-        .unwrap_or_else(|e| panic!("canvas {args:?}: {e}"))
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// Panic unless `out` exited with `code`.
-fn expect_code(out: &Output, code: i32, what: &str) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "{what}: exit status {}\nstderr: {}",
-        out.status,
-        stderr(out)
-    );
-}
-
-/// The run record (`canvas show --format json`).
-fn show(store: &Path, run_id: &str) -> Value {
-    let out = cli(&["show", run_id, "--format", "json"], store);
-    expect_code(&out, 0, "canvas show");
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "canvas show --format json: not JSON: {e}\nstdout: {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
-}
-
-/// The run's status, from `canvas show`.
-fn status(store: &Path, run_id: &str) -> String {
-    let rec = show(store, run_id);
-    match rec["status"].as_str() {
-        Some(s) => s.to_string(),
-        None => panic!("canvas show: no status in {rec}"),
-    }
-}
-
-/// The run's stored event stream (`canvas events --format jsonl`).
-fn stored_events(store: &Path, run_id: &str) -> Vec<Value> {
-    let out = cli(&["events", run_id, "--format", "jsonl"], store);
-    expect_code(&out, 0, "canvas events");
-    events(&out.stdout)
-}
 
 /// How many events are named `name`.
 fn count(evs: &[Value], name: &str) -> usize {
     evs.iter().filter(|e| e["event"] == name).count()
-}
-
-/// The final Message content of a stream (`workflow_finished` outputs).
-fn final_content(evs: &[Value]) -> Option<String> {
-    let last = evs.last()?;
-    if last["event"] != "workflow_finished" {
-        return None;
-    }
-    last["data"]["outputs"]["content"]
-        .as_str()
-        .map(str::to_string)
 }
 
 /// A `canvas` child process with stdin null and its output in files (a long jsonl
@@ -348,7 +222,7 @@ fn reference() -> &'static Reference {
 /// The loop canvas written into `dir`, and the store path there.
 fn setup(dir: &tempfile::TempDir) -> (String, PathBuf) {
     let flow = dir.path().join("loop.json");
-    std::fs::write(&flow, serde_json::to_vec(&loop_canvas()).unwrap()).unwrap();
+    std::fs::write(&flow, serde_json::to_vec(&loop_canvas(PASSES)).unwrap()).unwrap();
     (flow.to_str().unwrap().to_string(), dir.path().join("s.db"))
 }
 
