@@ -48,10 +48,8 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
     let source = std::fs::canonicalize(&args.file)
         .map(|p| p.display().to_string())
         .unwrap_or(label.clone());
+    // The run is stored with its first message, so it never exists without a turn.
     let record = RunRecord::new(source, loaded.text);
-    store
-        .create_run(&record)
-        .map_err(|e| CliError::new(exit::FAILED, format!("run store: {e}")))?;
     let session = Session {
         label,
         canvas: &canvas,
@@ -69,7 +67,7 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
         eprintln!("{p}");
     }
     if tty {
-        eprintln!("(run {}; an empty line or Ctrl-D ends the chat)", record.id);
+        eprintln!("(an empty line or Ctrl-D ends the chat)");
     }
     let mut state = canvas.fresh_state();
     let mut first = true;
@@ -91,14 +89,21 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
             }
             continue;
         }
-        let next = Next::Turn {
-            kind: if first {
-                TurnKind::Start
-            } else {
-                TurnKind::Next
-            },
-            query,
-            inputs: Object::new(),
+        let next = if first {
+            let empty = Value::Object(Object::new());
+            let turn = store
+                .create_run_with_turn(&record, TurnKind::Start, &query, &empty)
+                .map_err(|e| CliError::new(exit::FAILED, format!("run store: {e}")))?;
+            Next::Continue {
+                turn,
+                again: Some((TurnKind::Start, query, Object::new())),
+            }
+        } else {
+            Next::Turn {
+                kind: TurnKind::Next,
+                query,
+                inputs: Object::new(),
+            }
         };
         first = false;
         match session.drive(state, next) {

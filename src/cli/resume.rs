@@ -10,7 +10,6 @@ use super::{CliError, exit, inputs};
 use crate::components::Registry;
 use crate::dsl::{self, Format};
 use crate::engine::Canvas;
-use crate::engine::value::Object;
 use crate::store::{RunStatus, Store, TurnKind, canvas_hash};
 
 /// Options of `canvas resume`.
@@ -90,11 +89,13 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
                         t.inputs.as_object().cloned().unwrap_or_default(),
                     )),
                 },
-                (_, None) => Next::Turn {
-                    kind: TurnKind::Start,
-                    query: String::new(),
-                    inputs: Object::new(),
-                },
+                (_, None) => {
+                    return Err(CliError::invalid(format!(
+                        "run {} never started a turn: there is nothing to continue",
+                        rec.id
+                    ))
+                    .hint("run the canvas again with canvas run"));
+                }
             };
             let state = state.unwrap_or_else(|| canvas.fresh_state());
             return session.drive(state, next).map(|d| d.code);

@@ -46,8 +46,10 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
             .unwrap_or(label.clone())
     };
     let record = RunRecord::new(source, loaded.text);
-    store
-        .create_run(&record)
+    let query = args.turn.query.clone();
+    let inputs_json = Value::Object(run_inputs.clone());
+    let turn = store
+        .create_run_with_turn(&record, TurnKind::Start, &query, &inputs_json)
         .map_err(|e| CliError::new(super::exit::FAILED, format!("run store: {e}")))?;
     let session = Session {
         label,
@@ -56,10 +58,10 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
         run_id: record.id.clone(),
         args: &args.turn,
     };
-    let next = Next::Turn {
-        kind: TurnKind::Start,
-        query: args.turn.query.clone(),
-        inputs: run_inputs,
+    // The first turn is already recorded with the run: it is run as a recorded turn.
+    let next = Next::Continue {
+        turn,
+        again: Some((TurnKind::Start, query, run_inputs)),
     };
     session
         .drive(canvas.fresh_state(), next)

@@ -194,7 +194,8 @@ pub enum Next {
         form: Value,
     },
     /// Continue the stored turn `turn` (stopped, interrupted or crashed) from the state's
-    /// cursor; or, when the state has none (no checkpoint of it was made), run it again.
+    /// cursor; or, when the state has none (no checkpoint of it was made), run it from
+    /// its start: again, or for the first time when the run was created with it.
     Continue {
         /// The turn's number.
         turn: u32,

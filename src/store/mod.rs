@@ -275,6 +275,15 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 pub trait Store: Send + Sync {
     /// Insert a new run.
     fn create_run(&self, rec: &RunRecord) -> Result<()>;
+    /// Insert a new run and record its first turn, in one transaction (so a run never
+    /// exists without the query and inputs it was started with); returns the turn number.
+    fn create_run_with_turn(
+        &self,
+        rec: &RunRecord,
+        kind: TurnKind,
+        query: &str,
+        inputs: &Value,
+    ) -> Result<u32>;
     /// A run by full id, `latest` (newest created) or unique case-insensitive prefix.
     fn find_run(&self, id_or_prefix: &str) -> Result<RunRecord>;
     /// Runs newest first, optionally of one status; `limit` 0 means all.

@@ -450,25 +450,33 @@ impl SqliteStore {
 
 impl Store for SqliteStore {
     fn create_run(&self, rec: &RunRecord) -> Result<()> {
-        let waiting = rec.waiting.as_ref().map(to_json).transpose()?;
         let op = Op("creating the run", &rec.id);
-        let q = format!(
-            "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
-        );
-        let p = params![
-            rec.id,
-            rec.source,
-            rec.canvas,
-            rec.canvas_hash,
-            rec.status.as_str(),
-            rec.parent,
-            rec.created_at,
-            rec.updated_at,
-            rec.turns,
-            rec.error,
-            waiting,
-        ];
-        self.write(op, |tx| exec(tx, op, &q, p).map(drop))
+        self.write(op, |tx| insert_run(tx, op, rec))
+    }
+
+    fn create_run_with_turn(
+        &self,
+        rec: &RunRecord,
+        kind: TurnKind,
+        query: &str,
+        inputs: &Value,
+    ) -> Result<u32> {
+        let op = Op("creating the run", &rec.id);
+        let inputs = to_json(inputs)?;
+        let mut first = rec.clone();
+        first.turns = 1;
+        first.status = RunStatus::Running;
+        self.write(op, |tx| {
+            insert_run(tx, op, &first)?;
+            exec(
+                tx,
+                op,
+                "INSERT INTO turns (run_id, turn, kind, query, inputs, started_at)
+                 VALUES (?1, 1, ?2, ?3, ?4, ?5)",
+                params![rec.id, kind.as_str(), query, inputs, rec.created_at],
+            )?;
+            Ok(1)
+        })
     }
 
     fn find_run(&self, id_or_prefix: &str) -> Result<RunRecord> {
@@ -745,6 +753,28 @@ impl Store for SqliteStore {
         let q = "UPDATE runs SET cancel_requested = 0 WHERE id = ?1";
         self.update_run(Op("clearing the cancel flag", run_id), q, [run_id])
     }
+}
+
+/// Insert `rec` into `runs`.
+fn insert_run(tx: &Transaction<'_>, op: Op<'_>, rec: &RunRecord) -> Result<()> {
+    let waiting = rec.waiting.as_ref().map(to_json).transpose()?;
+    let q = format!(
+        "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+    );
+    let p = params![
+        rec.id,
+        rec.source,
+        rec.canvas,
+        rec.canvas_hash,
+        rec.status.as_str(),
+        rec.parent,
+        rec.created_at,
+        rec.updated_at,
+        rec.turns,
+        rec.error,
+        waiting,
+    ];
+    exec(tx, op, &q, p).map(drop)
 }
 
 /// A `runs` row before its text columns are checked.
@@ -1059,6 +1089,31 @@ mod tests {
             SqliteStore::open_read_only(dir.path().join("empty.db")),
             Ok(None)
         ));
+    }
+
+    #[test]
+    fn a_run_is_created_with_its_first_turn() {
+        let store = mem();
+        let rec = RunRecord::new("flow.json", "{}");
+        let inputs = json!({"name": {"value": "Ada"}});
+        let n = store
+            .create_run_with_turn(&rec, TurnKind::Start, "hi", &inputs)
+            .unwrap();
+        assert_eq!(n, 1);
+        let got = store.find_run(&rec.id).unwrap();
+        assert_eq!((got.turns, got.status), (1, RunStatus::Running));
+        let t = store.last_turn(&rec.id).unwrap().unwrap();
+        assert_eq!(
+            (t.turn, t.kind, t.query.as_str(), t.inputs),
+            (1, TurnKind::Start, "hi", inputs)
+        );
+        // The same id twice: nothing half-written.
+        assert!(
+            store
+                .create_run_with_turn(&rec, TurnKind::Start, "x", &json!({}))
+                .is_err()
+        );
+        assert_eq!(store.last_turn(&rec.id).unwrap().unwrap().query, "hi");
     }
 
     #[test]
