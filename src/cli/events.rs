@@ -196,12 +196,7 @@ mod tests {
     use crate::engine::value::Object;
 
     fn ev(kind: EventKind) -> Event {
-        Event {
-            kind,
-            message_id: "m".into(),
-            created_at: 0,
-            task_id: "r".into(),
-        }
+        Event::test(kind, "r")
     }
 
     fn finished(id: &str, error: Option<&str>) -> Event {

@@ -23,6 +23,19 @@ pub struct Event {
     pub task_id: String,
 }
 
+#[cfg(test)]
+impl Event {
+    /// An event of run `run` with a fixed message id and time (tests).
+    pub(crate) fn test(kind: EventKind, run: &str) -> Event {
+        Event {
+            kind,
+            message_id: "m".into(),
+            created_at: 0,
+            task_id: run.into(),
+        }
+    }
+}
+
 /// The event payloads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", content = "data", rename_all = "snake_case")]

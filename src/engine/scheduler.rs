@@ -265,7 +265,7 @@ impl<'a> Turn<'a> {
                         break;
                     }
                     if em.unsaved.is_some() && !self.all_instant(cur.idx, to) {
-                        em.checkpoint(self.shared)?;
+                        self.save(&cur, em)?;
                     }
                     for i in cur.idx..to {
                         let id = lock(&self.shared.state).path[i].clone();
@@ -289,15 +289,14 @@ impl<'a> Turn<'a> {
             for i in from..to {
                 let instant = self.all_instant(i, i + 1);
                 if em.unsaved.is_some() && !instant {
-                    em.checkpoint(self.shared)?;
+                    self.save(&cur, em)?;
                 }
                 self.post_process(i, em).await?;
                 cur.next = i + 1;
                 cur.error.clone_from(&self.error);
                 if let Some(since) = em.unsaved {
-                    lock(&self.shared.state).cursor = Some(cur.clone());
                     if !instant || since.elapsed() >= self.cfg.checkpoint_group {
-                        em.checkpoint(self.shared)?;
+                        self.save(&cur, em)?;
                     }
                 }
                 if let Some(reason) = self.cfg.stop.requested() {
@@ -317,6 +316,12 @@ impl<'a> Turn<'a> {
             }
         }
         self.finish(cur.idx, cur.started, em)
+    }
+
+    /// Checkpoint the state with the scheduler's position.
+    fn save(&self, cur: &Cursor, em: &mut Emitter<'_>) -> std::io::Result<()> {
+        lock(&self.shared.state).cursor = Some(cur.clone());
+        em.checkpoint(self.shared)
     }
 
     /// True when every component of `path[from..to]` is instant (see

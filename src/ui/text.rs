@@ -216,12 +216,7 @@ mod tests {
     use serde_json::json;
 
     fn ev(kind: EventKind) -> Event {
-        Event {
-            kind,
-            message_id: "m".into(),
-            created_at: 0,
-            task_id: "run1".into(),
-        }
+        Event::test(kind, "run1")
     }
 
     #[test]
