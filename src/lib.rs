@@ -10,5 +10,6 @@ pub mod cli;
 pub mod components;
 pub mod dsl;
 pub mod engine;
+pub mod llm;
 pub mod store;
 pub mod ui;
