@@ -5,18 +5,31 @@ use serde_json::json;
 use crate::canvases::FORM;
 use crate::util::{canvas, events, trace};
 
-#[test]
-fn form_pauses_then_resume_answers_it() {
+/// Write the FORM canvas in a temp dir and run it with `-q query` on its own store.
+fn run_form(
+    query: &str,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    std::process::Output,
+) {
     let dir = tempfile::tempdir().unwrap();
     let flow = dir.path().join("form.json");
     std::fs::write(&flow, FORM).unwrap();
     let store = dir.path().join("s.db");
     let out = canvas()
-        .args(["run", "-q", "book", "--format", "jsonl", "--store"])
+        .args(["run", "-q", query, "--format", "jsonl", "--store"])
         .arg(&store)
         .arg(&flow)
         .output()
         .unwrap();
+    (dir, flow, store, out)
+}
+
+#[test]
+fn form_pauses_then_resume_answers_it() {
+    let (_dir, _flow, store, out) = run_form("book");
     assert_eq!(
         out.status.code(),
         Some(3),
@@ -90,16 +103,7 @@ fn form_pauses_then_resume_answers_it() {
 
 #[test]
 fn changed_canvas_is_refused_unless_allowed() {
-    let dir = tempfile::tempdir().unwrap();
-    let flow = dir.path().join("form.json");
-    std::fs::write(&flow, FORM).unwrap();
-    let store = dir.path().join("s.db");
-    let out = canvas()
-        .args(["run", "-q", "x", "--format", "jsonl", "--store"])
-        .arg(&store)
-        .arg(&flow)
-        .output()
-        .unwrap();
+    let (_dir, flow, store, out) = run_form("x");
     let run_id = events(&out.stdout)[0]["task_id"]
         .as_str()
         .unwrap()
