@@ -298,7 +298,7 @@ mod tests {
         ChatRequest {
             model: String::new(),
             messages,
-            tools: Vec::new(),
+            ..Default::default()
         }
     }
 

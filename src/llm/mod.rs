@@ -7,6 +7,7 @@
 //! nothing of canvases.
 
 pub mod mock;
+pub mod openai;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
@@ -95,6 +96,31 @@ pub struct ChatRequest {
     pub messages: Vec<Message>,
     /// Function schemas the model may call (OpenAI `tools` entries).
     pub tools: Vec<Value>,
+    /// Sampling parameters sent as they are (`temperature`, `top_p`, penalties, and
+    /// provider switches such as `enable_thinking`).
+    pub params: serde_json::Map<String, Value>,
+    /// How failed attempts are retried.
+    pub retry: Retry,
+}
+
+/// RAGFlow's retry rule: `max_retries` more attempts after the first, for rate limits,
+/// server errors, timeouts and lost connections only, waiting about `delay` (growing)
+/// between attempts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retry {
+    /// Attempts after the first.
+    pub max_retries: u32,
+    /// The base wait between attempts (the component's `delay_after_error`).
+    pub delay: std::time::Duration,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Retry {
+            max_retries: 0,
+            delay: std::time::Duration::from_secs(2),
+        }
+    }
 }
 
 impl ChatRequest {
@@ -140,6 +166,67 @@ pub enum Delta {
     Usage(Usage),
 }
 
+/// RAGFlow's classification of a failed call (the `CODE` of `**ERROR**: CODE - text`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    /// HTTP 429 or a rate-limit message.
+    RateLimitExceeded,
+    /// HTTP 401/403.
+    AuthError,
+    /// HTTP 400/404/422 and other refusals of the request.
+    InvalidRequest,
+    /// HTTP 5xx.
+    ServerError,
+    /// No answer in time.
+    Timeout,
+    /// The connection failed or broke.
+    ConnectionError,
+    /// The provider answered something that is not a valid answer.
+    ModelError,
+    /// The provider's content filter refused.
+    ContentFiltered,
+    /// Quota, credit or billing.
+    QuotaExceeded,
+    /// Anything else.
+    GenericError,
+}
+
+impl ErrorCode {
+    /// RAGFlow's name for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::RateLimitExceeded => "RATE_LIMIT_EXCEEDED",
+            ErrorCode::AuthError => "AUTH_ERROR",
+            ErrorCode::InvalidRequest => "INVALID_REQUEST",
+            ErrorCode::ServerError => "SERVER_ERROR",
+            ErrorCode::Timeout => "TIMEOUT",
+            ErrorCode::ConnectionError => "CONNECTION_ERROR",
+            ErrorCode::ModelError => "MODEL_ERROR",
+            ErrorCode::ContentFiltered => "CONTENT_FILTERED",
+            ErrorCode::QuotaExceeded => "QUOTA_EXCEEDED",
+            ErrorCode::GenericError => "GENERIC_ERROR",
+        }
+    }
+
+    /// Whether another attempt may succeed (RAGFlow retries rate limits and server
+    /// errors; we also retry timeouts and broken connections).
+    pub fn retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::RateLimitExceeded
+                | ErrorCode::ServerError
+                | ErrorCode::Timeout
+                | ErrorCode::ConnectionError
+        )
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why a model call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
@@ -151,6 +238,31 @@ pub enum LlmError {
         /// What is wrong with it.
         message: String,
     },
+    /// The provider configuration cannot be used, or a model cannot be resolved (no
+    /// factory, unknown factory, missing key). The message says what to do.
+    #[error("{0}")]
+    Config(String),
+    /// A call failed (after its retries).
+    #[error("{code} - {message}")]
+    Call {
+        /// RAGFlow's classification.
+        code: ErrorCode,
+        /// What happened, with the endpoint and the number of attempts.
+        message: String,
+    },
+    /// A replayed run made a call the recording does not hold.
+    #[error("{0}")]
+    Replay(String),
+}
+
+impl LlmError {
+    /// The text RAGFlow puts in a component's `_ERROR`: `**ERROR**: CODE - text`.
+    pub fn ragflow_text(&self) -> String {
+        match self {
+            LlmError::Call { .. } => format!("**ERROR**: {self}"),
+            other => format!("**ERROR**: {} - {other}", ErrorCode::GenericError),
+        }
+    }
 }
 
 /// A streamed answer.
@@ -161,6 +273,44 @@ pub type DeltaStream = BoxStream<'static, Result<Delta, LlmError>>;
 pub trait ChatModel: Send + Sync {
     /// Answer `req`.
     async fn chat(&self, req: &ChatRequest) -> Result<DeltaStream, LlmError>;
+
+    /// Whether tools may be bound (RAGFlow's `is_tools`; without it an Agent runs as a
+    /// plain LLM).
+    fn supports_tools(&self) -> bool {
+        true
+    }
+
+    /// The context length prompts are fitted into (RAGFlow's fallback is 8192).
+    fn context_length(&self) -> usize {
+        8192
+    }
+}
+
+/// Where components get their models: resolves an `llm_id` ("model@Factory", possibly
+/// empty) to a model to call.
+pub trait ModelSource: Send + Sync {
+    /// The model for `llm_id`.
+    fn model(&self, llm_id: &str) -> Result<std::sync::Arc<dyn ChatModel>, LlmError>;
+}
+
+/// Every call answered by one model whatever the `llm_id` (the mock).
+pub struct OneModel(pub std::sync::Arc<dyn ChatModel>);
+
+impl ModelSource for OneModel {
+    fn model(&self, _llm_id: &str) -> Result<std::sync::Arc<dyn ChatModel>, LlmError> {
+        Ok(self.0.clone())
+    }
+}
+
+/// No model configured: every call is an error saying how to configure one.
+pub struct NoModels;
+
+impl ModelSource for NoModels {
+    fn model(&self, llm_id: &str) -> Result<std::sync::Arc<dyn ChatModel>, LlmError> {
+        Err(LlmError::Config(format!(
+            "no model is configured for {llm_id:?}: pass --mock-llm FILE or configure a provider"
+        )))
+    }
 }
 
 /// Rough token count (words and punctuation runs): usage is reported, not compared.
