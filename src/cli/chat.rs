@@ -50,12 +50,15 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
         .unwrap_or(label.clone());
     // The run is stored with its first message, so it never exists without a turn.
     let record = RunRecord::new(source, loaded.text);
+    let models = turn_args.models.setup()?;
+    models.check(&canvas, &label)?;
     let session = Session {
         label,
         canvas: &canvas,
         store: &store,
         run_id: record.id.clone(),
         args: &turn_args,
+        models: &models,
     };
     let tty = io::stdin().is_terminal() && io::stderr().is_terminal();
     if let Some(p) = canvas

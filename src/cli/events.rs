@@ -209,6 +209,7 @@ mod tests {
             error: error.map(String::from),
             elapsed_time: 0.0,
             created_at: 0.0,
+            usage: None,
         }))
     }
 

@@ -7,6 +7,7 @@ mod error;
 mod events;
 pub mod exit;
 mod inputs;
+mod models;
 mod resume;
 mod run;
 mod runs;

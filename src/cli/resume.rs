@@ -53,12 +53,15 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
     let store_err =
         |e: crate::store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
     let state = store.load_state(&rec.id).map_err(store_err)?;
+    let models = args.turn.models.setup()?;
+    models.check(&canvas, &label)?;
     let session = Session {
         label,
         canvas: &canvas,
         store: &store,
         run_id: rec.id.clone(),
         args: &args.turn,
+        models: &models,
     };
     let resume = match rec.status {
         RunStatus::Waiting => true,

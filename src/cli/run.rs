@@ -51,12 +51,15 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
     let turn = store
         .create_run_with_turn(&record, TurnKind::Start, &query, &inputs_json)
         .map_err(|e| CliError::new(super::exit::FAILED, format!("run store: {e}")))?;
+    let models = args.turn.models.setup()?;
+    models.check(&canvas, &label)?;
     let session = Session {
         label,
         canvas: &canvas,
         store: &store,
         run_id: record.id.clone(),
         args: &args.turn,
+        models: &models,
     };
     // The first turn is already recorded with the run: it is run as a recorded turn.
     let next = Next::Continue {

@@ -52,9 +52,9 @@ pub struct TurnArgs {
     /// SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db].
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
-    /// Answer every model call from a scripted file (models are not supported yet).
-    #[arg(long = "mock-llm", value_name = "FILE")]
-    pub mock_llm: Option<PathBuf>,
+    /// Where model calls go.
+    #[command(flatten)]
+    pub models: super::models::ModelArgs,
     /// Never prompt (implied when stdin is not a terminal).
     #[arg(long)]
     pub non_interactive: bool,
@@ -216,6 +216,8 @@ pub struct Session<'a> {
     pub run_id: String,
     /// The command's options.
     pub args: &'a TurnArgs,
+    /// Where model calls go.
+    pub models: &'a super::models::ModelSetup,
 }
 
 /// How a drive ended: the exit code and the run's state.
@@ -343,6 +345,8 @@ impl Session<'_> {
             resume,
             stop: stop.clone(),
             checkpoint_group: crate::engine::scheduler::CHECKPOINT_GROUP,
+            models: self.models.source.clone(),
+            date: self.models.date.clone(),
         }
     }
 

@@ -110,6 +110,12 @@ pub fn stringify(v: &Value, downloads: &mut Vec<Value>) -> String {
     }
 }
 
+/// The component whose pending answer `exp` reads (`cpn@content`), if any.
+fn stream_source(cx: &NodeCx<'_>, exp: &str) -> Option<String> {
+    let (cpn, var) = crate::engine::refs::strip_ref(exp).split_once('@')?;
+    (var == "content" && cx.has_stream(cpn)).then(|| cpn.to_string())
+}
+
 fn is_download(v: &Value) -> bool {
     v.as_object().is_some_and(|o| {
         o.contains_key("doc_id") && o.contains_key("filename") && o.contains_key("mime_type")
@@ -118,10 +124,16 @@ fn is_download(v: &Value) -> bool {
 
 impl Message {
     /// The Jinja path: every reference resolved to text, then rendered.
-    fn render(&self, cx: &NodeCx<'_>, text: &str) -> CResult<String> {
+    async fn render(&self, cx: &NodeCx<'_>, text: &str) -> CResult<String> {
         let mut downloads = Vec::new();
         let mut refs = Vec::new();
         for e in cx.collect_refs(text) {
+            if let Some(cpn) = stream_source(cx, &e.exp) {
+                if let Some(Err(ComponentError::Fatal(m))) = cx.pull_stream(&cpn, &mut |_| {}).await
+                {
+                    return Err(ComponentError::Fatal(m));
+                }
+            }
             let v = cx.resolve(&e.exp)?;
             let s = stringify(&v, &mut downloads);
             cx.set_input(&e.exp, json!(s));
@@ -163,7 +175,7 @@ impl Component for Message {
             }));
             return Ok(());
         }
-        let content = self.render(cx, text)?;
+        let content = self.render(cx, text).await?;
         cx.set_output("content", json!(content));
         Ok(())
     }
@@ -188,6 +200,14 @@ impl Component for Message {
                     let s = match cache.get(&exp) {
                         Some(s) => s.clone(),
                         None => {
+                            // An upstream LLM/Agent answer streams through us.
+                            let pulled = match stream_source(cx, &exp) {
+                                Some(cpn) => cx.pull_stream(&cpn, &mut *emit).await,
+                                None => None,
+                            };
+                            if let Some(Err(ComponentError::Fatal(m))) = pulled {
+                                return Err(ComponentError::Fatal(m));
+                            }
                             // RAGFlow evaluates the reference here, outside any try: an
                             // unknown one crashes the run.
                             let v = cx
@@ -196,6 +216,9 @@ impl Component for Message {
                             let s = stringify(&v, &mut downloads);
                             cx.set_input(&exp, json!(s));
                             cache.insert(exp, s.clone());
+                            if pulled.is_some() {
+                                continue;
+                            }
                             s
                         }
                     };

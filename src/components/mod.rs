@@ -2,13 +2,17 @@
 //! `registry.rs`, which maps DSL class names (case-insensitive, with legacy aliases) to
 //! constructors.
 
+mod agent;
 mod begin;
+mod categorize;
+pub mod chat;
 mod data_operations;
 mod exit_loop;
 mod form;
 mod iteration;
 mod iteration_item;
 mod list_operations;
+mod llm;
 mod loop_;
 mod loop_item;
 mod message;

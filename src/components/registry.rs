@@ -6,9 +6,9 @@ use crate::engine::{self, BuildError, Component, Kind};
 
 use super::unsupported::Unsupported;
 use super::{
-    begin, data_operations, exit_loop, iteration, iteration_item, list_operations, loop_,
-    loop_item, message, string_transform, switch, user_fill_up, variable_aggregator,
-    variable_assigner,
+    agent, begin, categorize, data_operations, exit_loop, iteration, iteration_item,
+    list_operations, llm, loop_, loop_item, message, string_transform, switch, user_fill_up,
+    variable_aggregator, variable_assigner,
 };
 
 type Builder = fn(&Object) -> Result<Box<dyn Component>, BuildError>;
@@ -31,26 +31,14 @@ pub const SUPPORTED: &[(&str, Builder)] = &[
     ("UserFillUp", user_fill_up::build),
     // RAGFlow's older name for UserFillUp.
     ("Fillup", user_fill_up::build),
+    ("LLM", llm::build),
+    ("Agent", agent::build),
+    ("Categorize", categorize::build),
 ];
 
 /// RAGFlow components this build recognises but cannot run yet: (name, routing kind,
 /// what is missing).
 pub const UNSUPPORTED: &[(&str, Kind, &str)] = &[
-    (
-        "LLM",
-        Kind::Generic,
-        "model calls (LLM) are not supported yet",
-    ),
-    (
-        "Agent",
-        Kind::Generic,
-        "model calls (Agent) are not supported yet",
-    ),
-    (
-        "Categorize",
-        Kind::Categorize,
-        "model calls (Categorize) are not supported yet",
-    ),
     ("Retrieval", Kind::Generic, "Retrieval is not supported yet"),
     ("CodeExec", Kind::Generic, "CodeExec is not supported yet"),
     ("ExeSQL", Kind::Generic, "ExeSQL is not supported yet"),
@@ -242,8 +230,17 @@ mod tests {
             Err(BuildError::Unknown(_))
         ));
         assert_eq!(
-            r.build("categorize", &Object::new()).unwrap().kind(),
+            r.build(
+                "categorize",
+                json_obj(r#"{"category_description": {"a": {"to": ["M"]}}}"#)
+            )
+            .unwrap()
+            .kind(),
             Kind::Categorize
         );
+    }
+
+    fn json_obj(s: &str) -> &'static Object {
+        Box::leak(Box::new(serde_json::from_str(s).unwrap()))
     }
 }

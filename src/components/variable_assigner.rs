@@ -341,15 +341,8 @@ mod tests {
         }}))
         .unwrap();
         let canvas = crate::engine::Canvas::compile(dsl, &crate::components::Registry).unwrap();
-        let shared = crate::engine::component::Shared {
-            state: std::sync::Mutex::new(canvas.fresh_state()),
-            deferred: std::sync::Mutex::new(Default::default()),
-        };
-        let run = crate::engine::component::RunContext {
-            run_id: "t".into(),
-            inputs: Object::new(),
-            rng: std::sync::Mutex::new(rand::SeedableRng::seed_from_u64(1)),
-        };
+        let shared = crate::engine::component::Shared::new(canvas.fresh_state());
+        let run = crate::engine::component::RunContext::seeded("t", Object::new(), 1);
         let node = canvas.node(ID).unwrap();
         let cx = NodeCx {
             canvas: &canvas,

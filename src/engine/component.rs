@@ -3,7 +3,7 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use rand::Rng;
@@ -15,6 +15,7 @@ use super::refs::{self, RefElement, RefError};
 use super::state::RunState;
 use super::template;
 use super::value::Object;
+use crate::llm::{ChatModel, LlmError, ModelSource};
 
 /// How the scheduler treats a component (RAGFlow compares lower-cased class names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +78,20 @@ pub enum Chunk {
 /// A stream plan a component left to be drained after its batch (RAGFlow's generator).
 pub type Deferred = Box<dyn Any + Send>;
 
+/// A model answer an LLM/Agent leaves as its `content` until a Message streams it
+/// (RAGFlow's lazy generator): the model is called when the Message pulls it.
+#[async_trait]
+pub trait ModelStream: Send {
+    /// Call the model and emit the answer's pieces (think markers included). `cx` is
+    /// the producing component's: the stream sets its final `content` (or `_ERROR`)
+    /// and counts its usage.
+    async fn run(
+        self: Box<Self>,
+        cx: &NodeCx<'_>,
+        emit: &mut (dyn FnMut(Chunk) + Send),
+    ) -> CResult<()>;
+}
+
 /// One node type. Implementations live in `components/`, one file each.
 #[async_trait]
 pub trait Component: Send + Sync {
@@ -136,6 +151,20 @@ pub struct RunContext {
     pub inputs: Object,
     /// Random choices (Message alternatives); seeded by `--seed`.
     pub rng: Mutex<StdRng>,
+    /// Where model calls go.
+    pub models: Arc<dyn ModelSource>,
+}
+
+impl RunContext {
+    /// A context with a seeded random source and no models (tests, pause checks).
+    pub fn seeded(run_id: &str, inputs: Object, seed: u64) -> RunContext {
+        RunContext {
+            run_id: run_id.to_string(),
+            inputs,
+            rng: Mutex::new(rand::SeedableRng::seed_from_u64(seed)),
+            models: Arc::new(crate::llm::NoModels),
+        }
+    }
 }
 
 /// State shared by the components of a running batch.
@@ -144,6 +173,19 @@ pub struct Shared {
     pub state: Mutex<RunState>,
     /// Streams left to drain, by component id.
     pub deferred: Mutex<HashMap<String, Deferred>>,
+    /// Model answers left to stream, by producing component id.
+    pub streams: Mutex<HashMap<String, Box<dyn ModelStream>>>,
+}
+
+impl Shared {
+    /// Shared state around `state`, with nothing deferred.
+    pub fn new(state: RunState) -> Shared {
+        Shared {
+            state: Mutex::new(state),
+            deferred: Mutex::new(HashMap::new()),
+            streams: Mutex::new(HashMap::new()),
+        }
+    }
 }
 
 /// Lock a mutex, recovering the data if a panicking thread poisoned it.
@@ -274,6 +316,67 @@ impl<'a> NodeCx<'a> {
     /// Leave a stream plan to be drained after the batch.
     pub fn defer(&self, plan: Deferred) {
         lock(&self.shared.deferred).insert(self.node.id.clone(), plan);
+    }
+
+    /// The model an `llm_id` names.
+    pub fn model(&self, llm_id: &str) -> Result<Arc<dyn ChatModel>, LlmError> {
+        self.run.models.model(llm_id)
+    }
+
+    /// Count one model call of this component (its `node_finished.usage` and the
+    /// turn's `workflow_finished.usage`).
+    pub fn add_usage(&self, prompt_tokens: u64, completion_tokens: u64) {
+        let mut st = lock(&self.shared.state);
+        st.usage.turn.add_call(prompt_tokens, completion_tokens);
+        st.usage
+            .nodes
+            .entry(self.node.id.clone())
+            .or_default()
+            .add_call(prompt_tokens, completion_tokens);
+        st.node_mut(&self.node.id);
+    }
+
+    /// True when a direct downstream component is a Message (RAGFlow streams an
+    /// LLM/Agent answer only then).
+    pub fn feeds_message(&self) -> bool {
+        self.node
+            .downstream
+            .iter()
+            .any(|d| self.canvas.node(d).is_some_and(|n| n.kind == Kind::Message))
+    }
+
+    /// Leave this component's answer to be streamed by the Message that reads it.
+    pub fn defer_stream(&self, stream: Box<dyn ModelStream>) {
+        lock(&self.shared.state)
+            .streaming
+            .insert(self.node.id.clone());
+        lock(&self.shared.streams).insert(self.node.id.clone(), stream);
+    }
+
+    /// True when `cpn` has an answer waiting to be streamed.
+    pub fn has_stream(&self, cpn: &str) -> bool {
+        lock(&self.shared.streams).contains_key(cpn)
+    }
+
+    /// Stream `cpn`'s pending answer through `emit` (a Message draining an upstream
+    /// LLM/Agent). `None` when it has none; afterwards its `content` is final.
+    pub async fn pull_stream(
+        &self,
+        cpn: &str,
+        emit: &mut (dyn FnMut(Chunk) + Send),
+    ) -> Option<CResult<()>> {
+        let stream = lock(&self.shared.streams).remove(cpn)?;
+        let node = self.canvas.node(cpn)?;
+        let pcx = NodeCx {
+            canvas: self.canvas,
+            node,
+            shared: self.shared,
+            run: self.run,
+            kwargs: Object::new(),
+        };
+        let res = stream.run(&pcx, emit).await;
+        lock(&self.shared.state).streaming.remove(cpn);
+        Some(res)
     }
 
     /// Pick an index in `0..n` (Message alternatives).

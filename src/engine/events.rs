@@ -113,6 +113,9 @@ pub struct NodeFinished {
     pub elapsed_time: f64,
     /// When the component started (Unix seconds with fractions).
     pub created_at: f64,
+    /// Tokens this component's model calls used (ours; model components only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// `workflow_finished` data.
@@ -130,7 +133,7 @@ pub struct WorkflowFinished {
     pub usage: Usage,
 }
 
-/// Token usage summed over a turn's model calls.
+/// Token usage summed over model calls.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Prompt tokens.
@@ -141,6 +144,16 @@ pub struct Usage {
     pub total_tokens: u64,
     /// Number of model calls.
     pub calls: u64,
+}
+
+impl Usage {
+    /// Count one call.
+    pub fn add_call(&mut self, prompt_tokens: u64, completion_tokens: u64) {
+        self.prompt_tokens += prompt_tokens;
+        self.completion_tokens += completion_tokens;
+        self.total_tokens += prompt_tokens + completion_tokens;
+        self.calls += 1;
+    }
 }
 
 impl EventKind {

@@ -2,8 +2,7 @@
 //! after each component, the missing-upstream drop rule, exception routes, and the end
 //! of a turn. Event order follows §5.3 exactly.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -12,13 +11,14 @@ use serde_json::{Value, json};
 use super::compile::{Canvas, Node};
 use super::component::{Chunk, ComponentError, Kind, NodeCx, RunContext, Shared, lock};
 use super::events::{
-    Event, EventKind, EventSink, MessageChunk, NodeFinished, NodeStarted, Usage, WorkflowFinished,
+    Event, EventKind, EventSink, MessageChunk, NodeFinished, NodeStarted, WorkflowFinished,
 };
 use super::refs;
 use super::state::{Cursor, RunState};
 use super::stop::{StopReason, StopSignal};
 use super::template;
 use super::value::{Object, py_repr, truthy};
+use crate::llm::ModelSource;
 
 /// What a turn needs besides the canvas and its state.
 #[derive(Debug, Clone)]
@@ -42,6 +42,10 @@ pub struct RunConfig {
     /// How long finished instant components may wait to be checkpointed together
     /// (zero: a checkpoint after every node).
     pub checkpoint_group: std::time::Duration,
+    /// Where model calls go.
+    pub models: Arc<dyn ModelSource>,
+    /// A fixed `sys.date` (scripted and replayed runs are reproducible); `None` = now.
+    pub date: Option<String>,
 }
 
 impl Default for RunConfig {
@@ -56,6 +60,8 @@ impl Default for RunConfig {
             resume: false,
             stop: StopSignal::new(),
             checkpoint_group: CHECKPOINT_GROUP,
+            models: Arc::new(crate::llm::NoModels),
+            date: None,
         }
     }
 }
@@ -184,11 +190,9 @@ pub async fn run_turn(
         run_id: cfg.run_id.clone(),
         inputs: cfg.inputs.clone(),
         rng: Mutex::new(rng),
+        models: cfg.models.clone(),
     };
-    let shared = Shared {
-        state: Mutex::new(state),
-        deferred: Mutex::new(HashMap::new()),
-    };
+    let shared = Shared::new(state);
     let created = now_f64() as i64;
     let mut em = Emitter {
         sink,
@@ -203,6 +207,7 @@ pub async fn run_turn(
         run: &run,
         cfg,
         error: None,
+        partials: Vec::new(),
     };
     let res = turn.run(&mut em).await;
     let mut state = shared.state.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -221,6 +226,9 @@ struct Turn<'a> {
     cfg: &'a RunConfig,
     /// The unhandled component error that stops the turn after this batch.
     error: Option<(String, String)>,
+    /// Streaming components whose `node_finished` waits for a Message (RAGFlow's
+    /// `partials`).
+    partials: Vec<String>,
 }
 
 impl<'a> Turn<'a> {
@@ -252,6 +260,8 @@ impl<'a> Turn<'a> {
         em.message_id = cur.message_id.clone();
         em.created_at = cur.started as i64;
         self.error = cur.error.clone();
+        self.partials = cur.partials.clone();
+        self.prepare_streams().await?;
         loop {
             let (from, to) = match cur.to {
                 // Continuing a batch that was stopped part-way through post-processing.
@@ -294,6 +304,7 @@ impl<'a> Turn<'a> {
                 self.post_process(i, em).await?;
                 cur.next = i + 1;
                 cur.error.clone_from(&self.error);
+                cur.partials.clone_from(&self.partials);
                 if let Some(since) = em.unsaved {
                     if !instant || since.elapsed() >= self.cfg.checkpoint_group {
                         self.save(&cur, em)?;
@@ -315,7 +326,7 @@ impl<'a> Turn<'a> {
                 return Ok(Outcome::Waiting { form });
             }
         }
-        self.finish(cur.idx, cur.started, em)
+        self.finish(cur.idx, cur.started, em).await
     }
 
     /// Checkpoint the state with the scheduler's position.
@@ -363,7 +374,10 @@ impl<'a> Turn<'a> {
                 to: None,
                 next: idx,
                 error: None,
+                partials: Vec::new(),
             };
+            st.streaming.clear();
+            st.usage = Default::default();
             st.cursor = Some(cur.clone());
             cur
         };
@@ -386,10 +400,28 @@ impl<'a> Turn<'a> {
         Ok(())
     }
 
+    /// Continuing a turn: model answers that were waiting to be streamed lived in
+    /// memory only; their components prepare them again (preparing calls no model).
+    async fn prepare_streams(&self) -> Result<(), RunError> {
+        let waiting: Vec<String> = lock(&self.shared.state).streaming.iter().cloned().collect();
+        for id in waiting {
+            if lock(&self.shared.streams).contains_key(&id) {
+                continue;
+            }
+            let node = self.node(&id)?;
+            let kwargs = self.declared_kwargs(node)?;
+            self.invoke_one(node, kwargs).await?;
+        }
+        Ok(())
+    }
+
     /// Turn start (`engine.md` §4.1 steps 1–9).
     fn start(&self) {
         let mut st = lock(&self.shared.state);
-        let date = chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string();
+        let date = match &self.cfg.date {
+            Some(d) => d.clone(),
+            None => chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string(),
+        };
         st.globals.insert("sys.date".into(), json!(date));
         let q = self.cfg.query.clone();
         st.history.push(("user".into(), json!(q)));
@@ -463,11 +495,7 @@ impl<'a> Turn<'a> {
                 })
                 .cloned(),
         );
-        let blank = RunContext {
-            run_id: self.run.run_id.clone(),
-            inputs: Object::new(),
-            rng: Mutex::new(StdRng::seed_from_u64(0)),
-        };
+        let blank = RunContext::seeded(&self.run.run_id, Object::new(), 0);
         let mut unanswered = Object::new();
         let mut tips = String::new();
         for node in &forms {
@@ -697,7 +725,19 @@ impl<'a> Turn<'a> {
             }
         }
         if !matches!(node.kind, Kind::Iteration | Kind::Loop) {
-            em.emit(EventKind::NodeFinished(self.finished(node)))?;
+            let streaming = lock(&self.shared.streams).contains_key(&id);
+            if streaming && self.error.is_none() {
+                // Finished after the Message that drains it (RAGFlow's partials).
+                self.partials.push(id.clone());
+            } else {
+                if streaming {
+                    lock(&self.shared.streams).remove(&id);
+                    let mut st = lock(&self.shared.state);
+                    st.streaming.remove(&id);
+                    st.set_output(&id, "content", Value::Null);
+                }
+                em.emit(EventKind::NodeFinished(self.finished(node)))?;
+            }
         }
         if !other_branch {
             self.route(node, em)?;
@@ -705,7 +745,29 @@ impl<'a> Turn<'a> {
         Ok(())
     }
 
-    async fn stream_message(&self, node: &'a Node, em: &mut Emitter<'_>) -> Result<(), RunError> {
+    /// After a Message: the `node_finished` of streaming components it drained, in
+    /// order, up to the first one still waiting. A stream that failed fails the turn.
+    fn flush_partials(&mut self, em: &mut Emitter<'_>) -> Result<(), RunError> {
+        while let Some(first) = self.partials.first().cloned() {
+            if lock(&self.shared.streams).contains_key(&first) {
+                break;
+            }
+            let node = self.node(&first)?;
+            let err = lock(&self.shared.state).error_of(&first);
+            if let (Some(err), None) = (err, &self.error) {
+                self.error = Some((first.clone(), err));
+            }
+            em.emit(EventKind::NodeFinished(self.finished(node)))?;
+            self.partials.remove(0);
+        }
+        Ok(())
+    }
+
+    async fn stream_message(
+        &mut self,
+        node: &'a Node,
+        em: &mut Emitter<'_>,
+    ) -> Result<(), RunError> {
         let plan = lock(&self.shared.deferred).remove(&node.id);
         if let Some(plan) = plan {
             let cx = self.cx(node, Object::new());
@@ -760,7 +822,7 @@ impl<'a> Turn<'a> {
             }))?;
         }
         em.emit(EventKind::MessageEnd(self.message_end(node)))?;
-        Ok(())
+        self.flush_partials(em)
     }
 
     /// `_build_message_end`.
@@ -834,6 +896,7 @@ impl<'a> Turn<'a> {
             error: st.error_of(&node.id),
             elapsed_time: now_f64() - created,
             created_at: created,
+            usage: st.usage.nodes.get(&node.id).copied(),
         }
     }
 
@@ -911,24 +974,26 @@ impl<'a> Turn<'a> {
     }
 
     /// End of a turn (`engine.md` §4.5).
-    fn finish(
+    async fn finish(
         &mut self,
         idx: usize,
         started: f64,
         em: &mut Emitter<'_>,
     ) -> Result<Outcome, RunError> {
-        let mut st = lock(&self.shared.state);
-        st.path.truncate(idx);
-        st.cursor = None;
+        let (last, usage) = {
+            let mut st = lock(&self.shared.state);
+            st.path.truncate(idx);
+            st.cursor = None;
+            (st.path.last().cloned().unwrap_or_default(), st.usage.turn)
+        };
         if let Some((component_id, error)) = self.error.take() {
             if error.contains("Task has been canceled") {
-                drop(st);
                 em.emit(EventKind::WorkflowFinished(WorkflowFinished {
                     inputs: Value::Object(self.cfg.inputs.clone()),
                     outputs: json!("Task has been canceled"),
                     elapsed_time: now_f64() - started,
                     created_at: started,
-                    usage: Usage::default(),
+                    usage,
                 }))?;
             }
             return Ok(Outcome::Failed {
@@ -936,7 +1001,15 @@ impl<'a> Turn<'a> {
                 error,
             });
         }
-        let last = st.path.last().cloned().unwrap_or_default();
+        // RAGFlow would report an answer nobody streamed as null; we compute it.
+        if let Ok(node) = self.node(&last) {
+            let cx = self.cx(node, Object::new());
+            if let Some(Err(ComponentError::Fatal(m))) = cx.pull_stream(&last, &mut |_| {}).await {
+                return Err(crash(&last, m));
+            }
+        }
+        let mut st = lock(&self.shared.state);
+        let usage = st.usage.turn;
         let outputs = Value::Object(
             st.nodes
                 .get(&last)
@@ -951,7 +1024,7 @@ impl<'a> Turn<'a> {
             outputs: outputs.clone(),
             elapsed_time: now_f64() - started,
             created_at: started,
-            usage: Usage::default(),
+            usage,
         }))?;
         Ok(Outcome::Finished { outputs })
     }

@@ -4,11 +4,12 @@
 //! storage model (`engine.md` §2.2): a declared output that has no value yet holds
 //! `null`; an output that was never declared nor set reads as `""`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::events::Usage;
 use super::value::Object;
 
 /// Outputs and recorded input values of one component.
@@ -38,9 +39,32 @@ pub struct RunState {
     /// Where the turn under way stands; `None` between turns (finished or waiting).
     #[serde(default)]
     pub cursor: Option<Cursor>,
+    /// Components whose `content` is a model answer not streamed yet (RAGFlow's lazy
+    /// generator). The stream itself lives in memory; a continued turn prepares it again.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub streaming: BTreeSet<String>,
+    /// Tokens used by this turn's model calls.
+    #[serde(default, skip_serializing_if = "UsageBook::is_empty")]
+    pub usage: UsageBook,
     /// Components changed since the last checkpoint (bookkeeping, never stored).
     #[serde(skip)]
     pub touched: Touched,
+}
+
+/// Token usage of the turn under way: in total and per component.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct UsageBook {
+    /// All calls of the turn.
+    pub turn: Usage,
+    /// Calls per component id.
+    pub nodes: BTreeMap<String, Usage>,
+}
+
+impl UsageBook {
+    /// True when no call was counted.
+    pub fn is_empty(&self) -> bool {
+        self.turn.calls == 0 && self.nodes.is_empty()
+    }
 }
 
 /// The ids of components whose state changed since the last checkpoint, so a
@@ -100,6 +124,10 @@ pub struct Cursor {
     pub next: usize,
     /// The unhandled component error (id, message) that ends the turn after this batch.
     pub error: Option<(String, String)>,
+    /// Streaming components whose `node_finished` waits for a Message to drain them
+    /// (RAGFlow's `partials`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partials: Vec<String>,
 }
 
 impl RunState {

@@ -1,10 +1,7 @@
 //! Test support: run one component of a small canvas against a chosen state.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
 
-use rand::SeedableRng;
-use rand::rngs::StdRng;
 use serde_json::{Value, json};
 
 use super::compile::Canvas;
@@ -27,15 +24,8 @@ impl Harness {
         let state = canvas.fresh_state();
         Harness {
             canvas,
-            shared: Shared {
-                state: Mutex::new(state),
-                deferred: Mutex::new(HashMap::new()),
-            },
-            run: RunContext {
-                run_id: "test".into(),
-                inputs: Object::new(),
-                rng: Mutex::new(StdRng::seed_from_u64(7)),
-            },
+            shared: Shared::new(state),
+            run: RunContext::seeded("test", Object::new(), 7),
         }
     }
 
@@ -101,5 +91,23 @@ impl Harness {
     /// Set a global (`sys.*` / `env.*`).
     pub fn set_global(&self, name: &str, v: Value) {
         self.state().globals.insert(name.to_string(), v);
+    }
+
+    /// Change the run state.
+    pub fn with_state<R>(&self, f: impl FnOnce(&mut RunState) -> R) -> R {
+        f(&mut self.state())
+    }
+
+    /// Run `f` with the context component `id` sees.
+    pub fn with_cx<R>(&self, id: &str, f: impl FnOnce(&NodeCx<'_>) -> R) -> R {
+        let node = self.canvas.node(id).expect("node exists");
+        let cx = NodeCx {
+            canvas: &self.canvas,
+            node,
+            shared: &self.shared,
+            run: &self.run,
+            kwargs: Object::new(),
+        };
+        f(&cx)
     }
 }

@@ -57,6 +57,9 @@ struct RawScript {
     delay_ms: u64,
     #[serde(default)]
     chunk_delay_ms: u64,
+    /// *ours*: the `sys.date` scripted runs see; `"now"` for the clock.
+    #[serde(default)]
+    date: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -107,6 +110,30 @@ pub struct MockScript {
     chunk: Chunking,
     delay: Duration,
     chunk_delay: Duration,
+    /// `None` = the clock.
+    date: Option<String>,
+}
+
+/// The `sys.date` of scripted runs unless the script says otherwise: the one RAGFlow's
+/// conformance recordings were made with, so scripted runs are reproducible.
+pub const SCRIPTED_DATE: &str = "2025-01-01 00:00:00";
+
+/// What an `any` rule searches: the system prompt, the last user message, then (ours)
+/// the results of the tool calls made since, one a line, so a rule can match them.
+fn any_text(req: &ChatRequest, system: &str, user: &str) -> String {
+    let mut s = format!("{system}\n{user}");
+    let last_user = req
+        .messages
+        .iter()
+        .rposition(|m| m.role == super::Role::User);
+    let after = last_user.map_or(0, |i| i + 1);
+    for m in &req.messages[after..] {
+        if m.role == super::Role::Tool {
+            s.push('\n');
+            s.push_str(&m.text_content());
+        }
+    }
+    s
 }
 
 impl MockScript {
@@ -166,7 +193,17 @@ impl MockScript {
             chunk: raw.chunk,
             delay: Duration::from_millis(raw.delay_ms),
             chunk_delay: Duration::from_millis(raw.chunk_delay_ms),
+            date: match raw.date.as_deref() {
+                None => Some(SCRIPTED_DATE.to_string()),
+                Some("now") => None,
+                Some(d) => Some(d.to_string()),
+            },
         })
+    }
+
+    /// The `sys.date` runs answered by this script see (`None`: the clock).
+    pub fn date(&self) -> Option<&str> {
+        self.date.as_deref()
     }
 
     /// The answer to a request: the first matching rule's, else the default.
@@ -177,7 +214,7 @@ impl MockScript {
             let hit = match rule.on {
                 On::User => rule.re.is_match(&user),
                 On::System => rule.re.is_match(&system),
-                On::Any => rule.re.is_match(&format!("{system}\n{user}")),
+                On::Any => rule.re.is_match(&any_text(req, &system, &user)),
             };
             if hit {
                 return match &rule.answer {
@@ -237,11 +274,26 @@ impl ChatModel for MockModel {
         let (mut deltas, completion) = match self.script.answer(req) {
             Answer::Text(text) => {
                 let tokens = count_tokens(&text);
-                let chunks = self.script.chunks(&text);
-                (
-                    chunks.into_iter().map(Delta::Text).collect::<Vec<_>>(),
-                    tokens,
-                )
+                // An answer opening with `<think>…</think>` streams its reasoning apart,
+                // as a reasoning model's provider sends it.
+                let (reasoning, answer) = match text
+                    .strip_prefix("<think>")
+                    .and_then(|r| r.rsplit_once("</think>"))
+                {
+                    Some((r, a)) => (r, a),
+                    None => ("", text.as_str()),
+                };
+                let mut deltas: Vec<Delta> = if reasoning.is_empty() {
+                    Vec::new()
+                } else {
+                    self.script
+                        .chunks(reasoning)
+                        .into_iter()
+                        .map(Delta::Reasoning)
+                        .collect()
+                };
+                deltas.extend(self.script.chunks(answer).into_iter().map(Delta::Text));
+                (deltas, tokens)
             }
             Answer::Tools(calls) => {
                 let calls: Vec<ToolCall> = calls

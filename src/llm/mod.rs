@@ -8,6 +8,8 @@
 
 pub mod mock;
 pub mod openai;
+pub mod provider;
+pub mod record;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
@@ -291,6 +293,12 @@ pub trait ChatModel: Send + Sync {
 pub trait ModelSource: Send + Sync {
     /// The model for `llm_id`.
     fn model(&self, llm_id: &str) -> Result<std::sync::Arc<dyn ChatModel>, LlmError>;
+}
+
+impl std::fmt::Debug for dyn ModelSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ModelSource")
+    }
 }
 
 /// Every call answered by one model whatever the `llm_id` (the mock).

@@ -245,6 +245,7 @@ mod tests {
             error: None,
             elapsed_time: 0.0123,
             created_at: 0.0,
+            usage: None,
         })))
         .unwrap();
         r.finish(&RunEnd::Finished).unwrap();
