@@ -350,4 +350,87 @@ fn main() {
             per_node[3] - per_node[1]
         );
     }
+    if wanted("stream5000") {
+        stream_bench(&rt, &compile);
+    }
+}
+
+/// Chunks in the streaming benchmark.
+const CHUNKS: usize = 5000;
+
+/// Streaming overhead: a mock answer of 5000 word chunks streamed from an LLM through a
+/// Message (think splitting, `message` events serialised as JSON lines), against the
+/// mock's stream drained bare. The difference per chunk is what the engine adds.
+fn stream_bench(rt: &tokio::runtime::Runtime, compile: &dyn Fn(&str, Value) -> Canvas) {
+    use canvas::llm::{ChatModel, ChatRequest, MockModel, MockScript, OneModel};
+    use futures::StreamExt;
+    use std::sync::Arc;
+
+    let answer = "tok ".repeat(CHUNKS);
+    let script = MockScript::parse(
+        &serde_json::json!({"default": answer.trim_end(), "chunk": "word"}).to_string(),
+        "bench.json",
+    )
+    .expect("mock script");
+    let model = Arc::new(MockModel::new(script));
+    let canvas = compile(
+        "stream5000",
+        serde_json::json!({"components": {
+            "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["LLM:G"], "upstream": []},
+            "LLM:G": {"obj": {"component_name": "LLM", "params": {"llm_id": "mock", "cite": false,
+                "prompts": [{"role": "user", "content": "{sys.query}"}]}}, "downstream": ["Message:M"], "upstream": ["begin"]},
+            "Message:M": {"obj": {"component_name": "Message", "params": {"content": ["{LLM:G@content}"]}},
+                "downstream": [], "upstream": ["LLM:G"]}}}),
+    );
+    let cfg = RunConfig {
+        run_id: "bench".into(),
+        query: "go".into(),
+        models: Arc::new(OneModel(model.clone())),
+        ..Default::default()
+    };
+    let through_engine = || {
+        let mut sink = JsonSink::default();
+        let t = Instant::now();
+        let (_, outcome) = rt.block_on(run_turn(&canvas, canvas.fresh_state(), &cfg, &mut sink));
+        let wall = t.elapsed();
+        match outcome {
+            Ok(Outcome::Finished { outputs }) => {
+                let got = outputs.get("content").and_then(Value::as_str).unwrap_or("");
+                assert_eq!(got, answer.trim_end(), "stream5000: wrong content");
+            }
+            other => panic!("stream5000: the run did not finish: {other:?}"),
+        }
+        let messages = sink.events - sink.nodes;
+        assert!(
+            messages >= CHUNKS,
+            "stream5000: only {messages} events besides node_finished"
+        );
+        wall.as_secs_f64() * 1e6 / CHUNKS as f64
+    };
+    let bare = || {
+        let req = ChatRequest::default();
+        let t = Instant::now();
+        let n = rt.block_on(async {
+            let mut s = model.chat(&req).await.expect("mock answers");
+            let mut n = 0usize;
+            while let Some(d) = s.next().await {
+                black_box(d.expect("mock delta"));
+                n += 1;
+            }
+            n
+        });
+        assert!(n >= CHUNKS, "stream5000: the mock streamed {n} deltas");
+        t.elapsed().as_secs_f64() * 1e6 / CHUNKS as f64
+    };
+    for _ in 0..WARMUP {
+        through_engine();
+        bare();
+    }
+    let engine = median((0..RUNS).map(|_| through_engine()).collect());
+    let mock = median((0..RUNS).map(|_| bare()).collect());
+    println!(
+        "stream5000        {CHUNKS} chunks LLM → Message, JSON lines: {engine:.2} µs/chunk; \
+         the mock's stream alone {mock:.2} µs/chunk; streaming overhead {:.2} µs/chunk",
+        engine - mock
+    );
 }

@@ -8,6 +8,7 @@ mod crash;
 mod errors;
 mod fixtures;
 mod inspect;
+mod models;
 mod resume;
 mod run;
 mod stop;

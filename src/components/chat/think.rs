@@ -43,16 +43,18 @@ pub enum Piece {
 
 /// RAGFlow's `_stream_with_think_delta` with `min_tokens = 0`, quirks included.
 ///
-/// Tags are recognised only when whole inside one chunk, a chunk that starts with all
-/// that was received so far is taken as cumulative, and a close tag at the end of a chunk
-/// is held back until non-reasoning text arrives or the stream ends.
+/// Tags are recognised only when whole inside one chunk, and a close tag at the end of a
+/// chunk is held back until non-reasoning text arrives or the stream ends. RAGFlow also
+/// drops a chunk that starts with all the text so far (taking it for a cumulative
+/// chunk), which loses repeated words ("ha ha ha" shows "ha ha"); our clients only
+/// stream deltas, so every chunk is kept (`docs/differences.md`).
 #[derive(Debug, Clone, Default)]
 pub struct ThinkSplitter {
     full_text: String,
     last_idx: usize,
     endswith_think: bool,
-    last_full: String,
-    last_model_full: String,
+    /// Length of `full_text` when last read (it only grows: equal length, same text).
+    last_len: usize,
     in_think: bool,
 }
 
@@ -67,18 +69,7 @@ impl ThinkSplitter {
         if chunk.is_empty() {
             return Vec::new();
         }
-        let new_part = if let Some(rest) = chunk.strip_prefix(self.last_model_full.as_str()) {
-            let rest = rest.to_string();
-            self.last_model_full = chunk.to_string();
-            rest
-        } else {
-            self.last_model_full.push_str(chunk);
-            chunk.to_string()
-        };
-        if new_part.is_empty() {
-            return Vec::new();
-        }
-        self.full_text.push_str(&new_part);
+        self.full_text.push_str(chunk);
         // RAGFlow's model layer hands over reasoning as `<think>a</think>`, `b</think>`:
         // the text a marker held back in the same chunk comes right after it (this is
         // what RAGFlow's recorded streams show), so after a marker we read on.
@@ -120,10 +111,10 @@ impl ThinkSplitter {
 
     /// RAGFlow's `_next_think_delta`: what the latest chunk adds, or a bare marker.
     fn next_delta(&mut self) -> String {
-        if self.full_text == self.last_full {
+        if self.full_text.len() == self.last_len {
             return String::new();
         }
-        self.last_full.clone_from(&self.full_text);
+        self.last_len = self.full_text.len();
         self.delta_from_last()
     }
 
@@ -309,12 +300,11 @@ mod tests {
     }
 
     #[test]
-    fn splitter_cumulative_chunk_is_dropped() {
-        assert_eq!(split(&["ha ", "ha ", "ha"]), vec![t("ha "), t("ha")]);
-        // A provider that resends the whole answer so far.
+    fn splitter_keeps_repeated_chunks() {
+        // RAGFlow would drop the second "ha " as a cumulative chunk; we keep it.
         assert_eq!(
-            split(&["Hel", "Hello", "Hello world"]),
-            vec![t("Hel"), t("lo"), t(" world")]
+            split(&["ha ", "ha ", "ha"]),
+            vec![t("ha "), t("ha "), t("ha")]
         );
     }
 
