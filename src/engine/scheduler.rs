@@ -1050,7 +1050,8 @@ mod tests {
     use crate::engine::events::Event;
 
     /// begin → (Message:A, VariableAssigner:V, Message:B) → Message:C → Loop:L (3 passes)
-    /// → Message:D: a batch of three, streaming Messages, and a Loop.
+    /// → LLM:G → Message:D: a batch of three, streaming Messages, a Loop, and a model
+    /// answer streamed into a Message (its `node_finished` after the Message's end).
     fn canvas() -> Canvas {
         let dsl = json!({"components": {
             "begin": {"obj": {"component_name": "Begin", "params": {}},
@@ -1067,13 +1068,15 @@ mod tests {
                 "loop_variables": [{"variable": "i", "input_mode": "constant", "type": "number", "value": 0}],
                 "loop_termination_condition": [{"variable": "Loop:L@i", "operator": "≥",
                     "input_mode": "constant", "value": 3}],
-                "logical_operator": "and", "maximum_loop_count": 10}}, "downstream": ["Message:D"]},
+                "logical_operator": "and", "maximum_loop_count": 10}}, "downstream": ["LLM:G"]},
+            "LLM:G": {"obj": {"component_name": "LLM", "params": {"llm_id": "m"}},
+                      "downstream": ["Message:D"]},
             "LoopItem:S": {"obj": {"component_name": "LoopItem", "params": {}},
                            "downstream": ["VariableAssigner:Inc"], "parent_id": "Loop:L"},
             "VariableAssigner:Inc": {"obj": {"component_name": "VariableAssigner", "params": {"variables": [
                 {"variable": "Loop:L@i", "operator": "+=", "parameter": 1}]}},
                 "downstream": [], "parent_id": "Loop:L"},
-            "Message:D": {"obj": {"component_name": "Message", "params": {"content": ["i={Loop:L@i} n={env.n}"]}},
+            "Message:D": {"obj": {"component_name": "Message", "params": {"content": ["i={Loop:L@i} n={env.n} {LLM:G@content}"]}},
                           "downstream": []}
         }, "globals": {"sys.query": "", "sys.user_id": "", "sys.conversation_turns": 0,
                        "sys.files": [], "sys.history": [], "env.n": 0},
@@ -1138,6 +1141,9 @@ mod tests {
             run_id: "r".into(),
             query: "q".into(),
             checkpoint_group: std::time::Duration::ZERO,
+            models: Arc::new(crate::llm::OneModel(Arc::new(crate::llm::MockModel::new(
+                crate::llm::MockScript::parse("{}", "mock.json").unwrap(),
+            )))),
             ..RunConfig::default()
         }
     }
@@ -1172,7 +1178,7 @@ mod tests {
         else {
             panic!("the reference turn did not finish")
         };
-        assert_eq!(outputs["content"], "i=3n=1");
+        assert_eq!(outputs["content"], "i=3n=1ECHO: q");
         assert!(
             full.snaps.len() >= at_least,
             "{} checkpoints",
@@ -1184,7 +1190,7 @@ mod tests {
             let mut rest = Recorder::default();
             let out = run(&canvas, snap.clone(), cfg, &mut rest);
             assert!(
-                matches!(&out, Outcome::Finished { outputs } if outputs["content"] == "i=3n=1"),
+                matches!(&out, Outcome::Finished { outputs } if outputs["content"] == "i=3n=1ECHO: q"),
                 "continued from checkpoint {k}: {out:?}"
             );
             let mut got = full.events[..*stored].to_vec();
@@ -1223,7 +1229,12 @@ mod tests {
             );
             assert!(state.cursor.is_some());
             let mut rest = Recorder::default();
-            run(&canvas, state, &RunConfig::default(), &mut rest);
+            // The cursor carries the query and inputs; the models come with the command.
+            let again = RunConfig {
+                models: cfg.models.clone(),
+                ..RunConfig::default()
+            };
+            run(&canvas, state, &again, &mut rest);
             let mut got = first.events;
             got.extend(rest.events);
             assert_eq!(norm(&got), want, "stopped after checkpoint {n}");
