@@ -27,6 +27,8 @@ pub struct TextRenderer<W: Write + Send> {
     out: W,
     opts: TextOptions,
     in_message: bool,
+    /// Inside a model's reasoning (between `start_to_think` and `end_to_think`).
+    thinking: bool,
     nodes: usize,
     spinner: Option<ProgressBar>,
     run_id: String,
@@ -48,6 +50,7 @@ impl<W: Write + Send> TextRenderer<W> {
             out,
             opts,
             in_message: false,
+            thinking: false,
             nodes: 0,
             spinner,
             run_id: String::new(),
@@ -108,11 +111,25 @@ impl<W: Write + Send> Renderer for TextRenderer<W> {
                 }
             }
             EventKind::Message(m) => {
-                let text = match &m.content {
+                if m.start_to_think == Some(true) {
+                    self.thinking = true;
+                    return Ok(());
+                }
+                let mut text = match &m.content {
                     serde_json::Value::String(s) => s.clone(),
                     serde_json::Value::Null => String::new(),
                     other => other.to_string(),
                 };
+                if m.end_to_think == Some(true) {
+                    // Reasoning stands on lines of its own, apart from the answer.
+                    self.thinking = false;
+                    if !self.in_message {
+                        return Ok(());
+                    }
+                    text = "\n".to_string();
+                } else if self.thinking {
+                    text = self.paint("2", &text);
+                }
                 if text.is_empty() {
                     return Ok(());
                 }
@@ -130,7 +147,10 @@ impl<W: Write + Send> Renderer for TextRenderer<W> {
                 if self.opts.quiet {
                     return Ok(());
                 }
-                let time = human_duration(n.elapsed_time);
+                let mut time = human_duration(n.elapsed_time);
+                if let Some(u) = &n.usage {
+                    time.push_str(&format!(" · {} tokens", u.total_tokens));
+                }
                 let s = match &n.error {
                     Some(e) => self.paint(
                         "31",
@@ -253,6 +273,25 @@ mod tests {
             String::from_utf8(buf).unwrap(),
             "Hello world\n✓ Message:M (Message) 12.3 ms\n"
         );
+    }
+
+    #[test]
+    fn reasoning_stands_on_its_own_line() {
+        let mut buf = Vec::new();
+        let mut r = TextRenderer::new(&mut buf, TextOptions::default());
+        let chunk = |content: &str, start: Option<bool>, end: Option<bool>| {
+            ev(EventKind::Message(MessageChunk {
+                content: json!(content),
+                start_to_think: start,
+                end_to_think: end,
+            }))
+        };
+        r.event(&chunk("", Some(true), None)).unwrap();
+        r.event(&chunk("hmm", None, None)).unwrap();
+        r.event(&chunk("", None, Some(true))).unwrap();
+        r.event(&chunk("Answer", None, None)).unwrap();
+        r.event(&ev(EventKind::MessageEnd(Object::new()))).unwrap();
+        assert_eq!(String::from_utf8(buf).unwrap(), "hmm\nAnswer\n");
     }
 
     #[test]

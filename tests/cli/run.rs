@@ -192,3 +192,35 @@ fn inputs_file_in_api_shape() {
         "a=1"
     );
 }
+
+#[test]
+fn the_support_example_runs_offline_with_its_mock_script() {
+    let dir = canvases();
+    let out = canvas()
+        .args([
+            "run",
+            "--format",
+            "jsonl",
+            "-q",
+            "my order is broken",
+            "--mock-llm",
+        ])
+        .arg(dir.join("support.mock.yaml"))
+        .arg(dir.join("support.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let evs = crate::util::events(&out.stdout);
+    let last = evs.last().unwrap();
+    assert_eq!(last["event"], "workflow_finished");
+    assert_eq!(
+        last["data"]["outputs"]["content"],
+        "The customer is upset.I am sorry about that. A replacement is on its way."
+    );
+    assert_eq!(last["data"]["usage"]["calls"], 2);
+}
