@@ -3,16 +3,20 @@
 
 mod cancel;
 mod chat;
+mod components;
 mod error;
 mod events;
 pub mod exit;
+mod graph;
 mod inputs;
+mod migrate;
 mod models;
 mod resume;
 mod run;
 mod runs;
 mod session;
 mod show;
+mod validate;
 
 use std::process::ExitCode;
 
@@ -60,6 +64,22 @@ pub enum Command {
     ///
     /// Example: canvas cancel 01JABC
     Cancel(cancel::CancelArgs),
+    /// Check canvases statically (no network, no models): exit 1 on errors.
+    ///
+    /// Example: canvas validate flows/ --format github --strict
+    Validate(validate::ValidateArgs),
+    /// Rewrite legacy or graph-only canvases into the current form; shows the diff.
+    ///
+    /// Example: canvas migrate old.json --write
+    Migrate(migrate::MigrateArgs),
+    /// Draw a canvas's execution graph as Mermaid or Graphviz DOT.
+    ///
+    /// Example: canvas graph flow.json --format mermaid
+    Graph(graph::GraphArgs),
+    /// List the component classes this build knows and whether it runs each.
+    ///
+    /// Example: canvas components --format json
+    Components(components::ComponentsArgs),
 }
 
 /// Parse the command line, run, and map the result to an exit code.
@@ -89,6 +109,10 @@ pub fn run_cli(cli: Cli) -> ExitCode {
         Command::Show(args) => (false, show::exec(args)),
         Command::Events(args) => (false, events::exec(args)),
         Command::Cancel(args) => (false, cancel::exec(args)),
+        Command::Validate(args) => (false, validate::exec(args)),
+        Command::Migrate(args) => (false, migrate::exec(args)),
+        Command::Graph(args) => (false, graph::exec(args)),
+        Command::Components(args) => (false, components::exec(args)),
     };
     match res {
         Ok(code) => exit::code(code),

@@ -25,7 +25,7 @@ pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
     };
     if contents.is_empty() && params.contains_key("messages") {
         return Err(BuildError::Params(
-            "it uses the legacy `messages` parameter (RAGFlow renamed it `content`); legacy canvases are not supported yet".into(),
+            "its `content` is empty and it uses the legacy `messages` parameter (RAGFlow renamed it `content`)".into(),
         ));
     }
     if contents.is_empty() {

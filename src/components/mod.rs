@@ -4,6 +4,7 @@
 
 mod agent;
 mod begin;
+mod catalog;
 mod categorize;
 pub mod chat;
 mod data_operations;
@@ -24,4 +25,5 @@ mod user_fill_up;
 mod variable_aggregator;
 mod variable_assigner;
 
+pub use catalog::Catalog;
 pub use registry::{LEGACY, Registry, SUPPORTED, UNSUPPORTED};

@@ -165,16 +165,9 @@ pub const UNSUPPORTED: &[(&str, Kind, &str)] = &[
     ("BGPT", Kind::Generic, "the BGPT tool is not supported yet"),
 ];
 
-/// Legacy classes of RAGFlow's older DSL: (name, what became of it).
+/// Legacy classes RAGFlow itself can no longer run: (name, why). (Renamed legacy classes,
+/// such as `Generate` and `Answer`, are rewritten by `dsl::normalize` on load.)
 pub const LEGACY: &[(&str, &str)] = &[
-    (
-        "Generate",
-        "Generate is a legacy component (RAGFlow's LLM replaced it)",
-    ),
-    (
-        "Answer",
-        "Answer is a legacy component (RAGFlow's Message and UserFillUp replaced it)",
-    ),
     (
         "TuShare",
         "TuShare is a legacy component that RAGFlow itself can no longer run",

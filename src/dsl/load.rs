@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::model::Dsl;
+use super::normalize::normalize;
 
 /// Why a canvas could not be loaded. Messages are lowercase fragments; the CLI
 /// prefixes the file name.
@@ -26,16 +27,18 @@ pub enum DslError {
         message: String,
     },
     /// Invalid YAML.
-    #[error("invalid YAML: {0}")]
-    Yaml(String),
+    #[error("invalid YAML: {message}")]
+    Yaml {
+        /// What the parser said (with its location).
+        message: String,
+        /// 1-based line, when known.
+        line: Option<usize>,
+        /// 1-based column, when known.
+        column: Option<usize>,
+    },
     /// Parsed, but not a canvas at all.
     #[error("not a canvas: {0}")]
     NotACanvas(String),
-    /// A graph-only export (no `components`).
-    #[error(
-        "this is a graph-only export (no `components`); converting it is not supported yet (hint: open it in RAGFlow's editor and export it again)"
-    )]
-    GraphOnly,
     /// One component entry is malformed.
     #[error("component {id:?}: {message}")]
     Component {
@@ -93,10 +96,10 @@ pub fn load_path(path: &Path) -> Result<Loaded, DslError> {
     })
 }
 
-/// Parse a canvas text.
+/// Parse a canvas text and bring it to the current form ([`normalize`]).
 pub fn parse(text: &str, format: Format) -> Result<Dsl, DslError> {
     let value = parse_value(text, format)?;
-    from_value(value)
+    from_value(normalize(value).value)
 }
 
 /// Parse text into a JSON value (YAML is converted).
@@ -120,7 +123,14 @@ pub fn parse_value(text: &str, format: Format) -> Result<Value, DslError> {
                 message: json_msg(&e),
             })
         }
-        _ => serde_yaml_ng::from_str(text).map_err(|e| DslError::Yaml(e.to_string())),
+        _ => serde_yaml_ng::from_str(text).map_err(|e| {
+            let loc = e.location();
+            DslError::Yaml {
+                message: e.to_string(),
+                line: loc.as_ref().map(|l| l.line()),
+                column: loc.as_ref().map(|l| l.column()),
+            }
+        }),
     }
 }
 
@@ -133,7 +143,7 @@ fn json_msg(e: &serde_json::Error) -> String {
     }
 }
 
-/// Turn a parsed value into a DSL: unwrap templates, reject non-canvases, and type-check
+/// Turn a parsed (and normalized) value into a DSL: unwrap templates, reject non-canvases, and type-check
 /// each component so errors name it.
 pub fn from_value(mut value: Value) -> Result<Dsl, DslError> {
     let Some(obj) = value.as_object_mut() else {
@@ -146,10 +156,9 @@ pub fn from_value(mut value: Value) -> Result<Dsl, DslError> {
         if let Some(inner) = obj.remove("dsl") {
             return from_value(inner);
         }
-        if obj.contains_key("graph") {
-            return Err(DslError::GraphOnly);
-        }
-        return Err(DslError::NotACanvas("it has no `components` object".into()));
+        return Err(DslError::NotACanvas(
+            "it has no `components` object and no graph nodes to derive them from".into(),
+        ));
     }
     let comps = match obj.get("components") {
         Some(Value::Object(c)) => c,
@@ -216,8 +225,8 @@ mod tests {
             Err(DslError::NotACanvas(_))
         ));
         assert!(matches!(
-            parse(r#"{"graph": {}}"#, Format::Json),
-            Err(DslError::GraphOnly)
+            parse(r#"{"graph": {"nodes": []}}"#, Format::Json),
+            Err(DslError::NotACanvas(_))
         ));
         match parse(r#"{"components": {"X:1": {"obj": {}}}}"#, Format::Json) {
             Err(DslError::Component { id, .. }) => assert_eq!(id, "X:1"),
@@ -225,7 +234,7 @@ mod tests {
         }
         assert!(matches!(
             parse("a: [", Format::Yaml),
-            Err(DslError::Yaml(_))
+            Err(DslError::Yaml { line: Some(_), .. })
         ));
     }
 }

@@ -1,9 +1,21 @@
-//! The canvas document: serde types and loading (JSON, YAML, stdin, template wrapper).
+//! The canvas document: serde types, loading (JSON, YAML, stdin, template wrapper),
+//! `normalize` (the migrate rules, applied on every load), `lint` (the validate rules),
+//! and drawing the graph.
 //!
 //! It never runs anything and never touches the network.
 
+pub mod check;
+pub mod draw;
+pub mod finding;
+pub mod lint;
 pub mod load;
+pub mod locate;
 pub mod model;
+pub mod normalize;
+#[cfg(test)]
+mod props;
+pub mod syntax;
 
+pub use finding::{Finding, Level};
 pub use load::{DslError, Format, Loaded, load_path, parse};
 pub use model::{ComponentDef, ComponentObj, Dsl};

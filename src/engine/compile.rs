@@ -41,10 +41,8 @@ pub enum CompileError {
         /// The id of a Begin component with another id, if any.
         found: Option<String>,
     },
-    /// A legacy component (older RAGFlow DSL).
-    #[error(
-        "component {id:?} ({name}): {why}; legacy canvases are not supported yet (hint: re-export the canvas from a current RAGFlow)"
-    )]
+    /// A legacy component RAGFlow itself can no longer run.
+    #[error("component {id:?} ({name}): {why}")]
     Legacy {
         /// Component id.
         id: String,

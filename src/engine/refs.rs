@@ -1,36 +1,13 @@
 //! Variable references: RAGFlow's regexes, `get_variable_value`, `set_variable_value`,
 //! `is_reff`, and the reference collector (`engine.md` §3.1–§3.3).
 
-use std::sync::LazyLock;
-
-use regex::Regex;
 use serde_json::Value;
 
 use super::state::RunState;
 use super::value::Object;
 
-/// The reference pattern, case-insensitive (`variable_ref_patt_re`).
-pub static REF_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?is)\{* *\{([a-zA-Z0-9_:]+@[A-Za-z0-9_.-]+|sys\.[A-Za-z0-9_.]+|env\.[A-Za-z0-9_.]+)\} *\}*",
-    )
-    .expect("static regex")
-});
-
-/// The same pattern without IGNORECASE, as the streaming Message uses it.
-pub static REF_RE_CASED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?s)\{* *\{([a-zA-Z0-9_:]+@[A-Za-z0-9_.-]+|sys\.[A-Za-z0-9_.]+|env\.[A-Za-z0-9_.]+)\} *\}*",
-    )
-    .expect("static regex")
-});
-
-/// Iteration aliases `{item}`, `{index}`, `{result}`.
-pub static ALIAS_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)\{* *\{(item|index|result)\} *\}*").expect("static regex"));
-
-static BARE_CPN_REF: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^[a-zA-Z0-9_:]+@[A-Za-z0-9_.-]+$").expect("static regex"));
+use crate::dsl::syntax::BARE_CPN_REF;
+pub use crate::dsl::syntax::{ALIAS_RE, REF_RE, REF_RE_CASED};
 
 /// A reference that cannot be resolved. RAGFlow raises here.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -140,5 +140,5 @@ fn not_a_canvas_and_graph_only() {
         r#"{"graph": {"nodes": [], "edges": []}, "globals": {}}"#,
     );
     assert_eq!(code, Some(2));
-    assert_one_line(&err, &["graph-only"]);
+    assert_one_line(&err, &["no graph nodes"]);
 }
