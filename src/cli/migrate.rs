@@ -69,7 +69,7 @@ pub fn exec(args: MigrateArgs) -> Result<u8, CliError> {
     }
     let mut done = Vec::with_capacity(files.len());
     for f in &files {
-        done.push(migrate_file(f)?);
+        done.push(migrate_file(&f.path)?);
     }
     if let Some(out) = &args.output {
         let m = &done[0];
@@ -251,10 +251,16 @@ fn render_diff(out: &mut dyn Write, m: &FileMigration, color: bool) -> io::Resul
         return Ok(());
     }
     let diff = TextDiff::from_lines(&m.before, &m.after);
+    // git-style a/ b/ prefixes for relative paths.
+    let (a, b) = if Path::new(&m.file).is_absolute() {
+        (m.file.clone(), m.file.clone())
+    } else {
+        (format!("a/{}", m.file), format!("b/{}", m.file))
+    };
     let text = diff
         .unified_diff()
         .context_radius(3)
-        .header(&format!("a/{}", m.file), &format!("b/{}", m.file))
+        .header(&a, &b)
         .to_string();
     for line in text.lines() {
         let code = match line.as_bytes().first() {

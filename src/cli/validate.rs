@@ -50,8 +50,12 @@ struct FileReport {
 pub fn exec(args: ValidateArgs) -> Result<u8, CliError> {
     let files = expand(&args.paths)?;
     let mut reports = Vec::with_capacity(files.len());
+    let mut skipped = Vec::new();
     for f in &files {
-        reports.push(check_file(f));
+        match check_file(f) {
+            Some(r) => reports.push(r),
+            None => skipped.push(f.path.display().to_string()),
+        }
     }
     let unreadable = reports.iter().any(|r| {
         r.findings
@@ -67,7 +71,7 @@ pub fn exec(args: ValidateArgs) -> Result<u8, CliError> {
     let color =
         io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let written = match args.format {
-        ValidateFormat::Text => write_stdout(|out| render_text(out, &reports, color)),
+        ValidateFormat::Text => write_stdout(|out| render_text(out, &reports, &skipped, color)),
         ValidateFormat::Json => write_stdout(|out| {
             serde_json::to_writer_pretty(&mut *out, &reports)?;
             writeln!(out)
@@ -84,17 +88,29 @@ pub fn exec(args: ValidateArgs) -> Result<u8, CliError> {
     })
 }
 
+/// An input file, and whether it was found by searching a directory (rather than named).
+pub(super) struct Input {
+    /// The file (`-` for stdin).
+    pub path: PathBuf,
+    /// Found under a named directory.
+    pub found: bool,
+}
+
 /// Files named on the command line, and the canvas files under named directories
 /// (sorted, hidden entries skipped). A missing path is a usage error.
-pub(super) fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
+pub(super) fn expand(paths: &[PathBuf]) -> Result<Vec<Input>, CliError> {
     let mut out = Vec::new();
     for p in paths {
         if p.as_os_str() == "-" || p.is_file() {
-            out.push(p.clone());
+            out.push(Input {
+                path: p.clone(),
+                found: false,
+            });
         } else if p.is_dir() {
-            let before = out.len();
-            walk(p, &mut out);
-            out[before..].sort();
+            let mut found = Vec::new();
+            walk(p, &mut found);
+            found.sort();
+            out.extend(found.into_iter().map(|path| Input { path, found: true }));
         } else {
             return Err(
                 CliError::invalid(format!("{}: no such file or directory", p.display()))
@@ -146,17 +162,37 @@ pub(super) fn read(path: &Path) -> io::Result<String> {
     }
 }
 
-fn check_file(path: &Path) -> FileReport {
+/// Check one file; `None` for a file found in a directory that parses but is plainly
+/// not a canvas (no `components`, `graph` or `dsl`: a mock script, a config file).
+fn check_file(input: &Input) -> Option<FileReport> {
+    let path = &input.path;
     let file = path.display().to_string();
     let findings = match read(path) {
-        Ok(text) => check(&text, format_of(path), &Catalog),
+        Ok(text) => {
+            if input.found && !looks_like_canvas(&text, format_of(path)) {
+                return None;
+            }
+            check(&text, format_of(path), &Catalog)
+        }
         Err(e) => vec![Located {
             finding: Finding::new("C001", Level::Error, format!("cannot read the file: {e}")),
             line: None,
             column: None,
         }],
     };
-    FileReport { file, findings }
+    Some(FileReport { file, findings })
+}
+
+/// Whether a text parses to something with a canvas's top-level keys (a text that does
+/// not parse counts as one, so its syntax error is reported).
+fn looks_like_canvas(text: &str, format: Format) -> bool {
+    match crate::dsl::load::parse_value(text, format) {
+        Ok(serde_json::Value::Object(o)) => ["components", "graph", "dsl"]
+            .iter()
+            .any(|k| o.contains_key(*k)),
+        Ok(_) => false,
+        Err(_) => true,
+    }
 }
 
 fn paint(on: bool, code: &str, s: &str) -> String {
@@ -169,7 +205,12 @@ fn paint(on: bool, code: &str, s: &str) -> String {
 
 /// `file` then one line per finding (`line:col level[code] component: message`) and its
 /// hint, then a summary.
-fn render_text(out: &mut dyn Write, reports: &[FileReport], color: bool) -> io::Result<()> {
+fn render_text(
+    out: &mut dyn Write,
+    reports: &[FileReport],
+    skipped: &[String],
+    color: bool,
+) -> io::Result<()> {
     let mut counts = [0usize; 3];
     for r in reports {
         if r.findings.is_empty() {
@@ -212,9 +253,14 @@ fn render_text(out: &mut dyn Write, reports: &[FileReport], color: bool) -> io::
         }
     }
     let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    let skipped = match skipped {
+        [] => String::new(),
+        [one] => format!(" ({one} skipped: not a canvas)"),
+        many => format!(" ({} skipped: not canvases)", plural(many.len(), "file")),
+    };
     writeln!(
         out,
-        "{} checked: {}, {}, {}",
+        "{} checked: {}, {}, {}{skipped}",
         plural(reports.len(), "file"),
         plural(counts[0], "error"),
         plural(counts[1], "warning"),

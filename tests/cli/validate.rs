@@ -173,6 +173,8 @@ fn directories_are_searched_for_canvas_files() {
     let yaml = "components:\n  begin:\n    obj: {component_name: Begin, params: {}}\n    downstream: [M]\n  M:\n    obj: {component_name: Message, params: {content: ['{SYS.query}']}}\n    downstream: []\n    upstream: [begin]\n";
     std::fs::write(p.join("flows/sub/b.yaml"), yaml).unwrap();
     std::fs::write(p.join("flows/notes.txt"), "not a canvas").unwrap();
+    // A mock script next to its canvas is not a canvas: skipped when found in a directory.
+    std::fs::write(p.join("flows/m.mock.yaml"), "default: echo\n").unwrap();
     std::fs::write(p.join("flows/.hidden/c.json"), "{").unwrap();
     let (code, out, _) = validate(p, &["flows", "--format", "json"]);
     assert_eq!(code, 1, "{out}");
@@ -191,6 +193,12 @@ fn directories_are_searched_for_canvas_files() {
         (Some("C033"), Some("M"))
     );
     assert!(f.get("line").is_none());
+    let (_, text, _) = validate(p, &["flows"]);
+    assert!(text.ends_with("2 files checked: 1 error, 0 warnings, 0 notes (flows/m.mock.yaml skipped: not a canvas)\n"), "{text}");
+    // Named explicitly, it is checked: not a canvas, an invalid input (exit 2).
+    let (code, out, _) = validate(p, &["flows/m.mock.yaml"]);
+    assert_eq!(code, 2);
+    assert!(out.contains("error[C002]"), "{out}");
 }
 
 #[test]

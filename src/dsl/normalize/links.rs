@@ -8,7 +8,8 @@ use super::{Log, Object, components_mut, routes};
 /// Switch and Categorize targets, `exception_goto`): RAGFlow routes by those only, while
 /// its Go port builds its graph from `upstream`, so a canvas whose lists disagree runs
 /// differently in the two. Missing sources are added (in component order) and entries
-/// that no component routes from are dropped.
+/// that no component routes from are dropped. A component without an `upstream` key is
+/// left without one.
 pub(super) fn links(dsl: &mut Object, log: &mut Log) {
     let Some(comps) = components_mut(dsl) else {
         return;
@@ -27,7 +28,9 @@ pub(super) fn links(dsl: &mut Object, log: &mut Log) {
     for (id, c) in comps.iter_mut() {
         let Some(c) = c.as_object_mut() else { continue };
         let expected = &sources[id];
+        // A canvas written by hand often leaves `upstream` out: nothing to disagree with.
         let current: Vec<Value> = match c.get("upstream") {
+            None => continue,
             Some(Value::Array(a)) => a.clone(),
             _ => Vec::new(),
         };
