@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::model::Dsl;
+use super::model::{Dsl, kind_name};
 use super::normalize::normalize;
 
 /// Why a canvas could not be loaded. Messages are lowercase fragments; the CLI
@@ -179,17 +179,6 @@ pub fn from_value(mut value: Value) -> Result<Dsl, DslError> {
         }
     }
     serde_json::from_value(value).map_err(|e| DslError::NotACanvas(e.to_string()))
-}
-
-fn kind_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

@@ -94,3 +94,28 @@ impl Dsl {
             .to_string()
     }
 }
+
+/// Python truthiness of a DSL value (`""`, `0`, `0.0`, `False`, `[]`, `{}` and `None` are
+/// false): RAGFlow tests most params with a bare `if x:`.
+pub fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// "null", "a string", "an array", ... for messages.
+pub fn kind_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

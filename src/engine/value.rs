@@ -9,17 +9,7 @@ use serde_json::{Map, Number, Value};
 /// A JSON object with insertion order kept (Python dicts keep it too).
 pub type Object = Map<String, Value>;
 
-/// Python truthiness: `""`, `0`, `0.0`, `False`, `[]`, `{}` and `None` are false.
-pub fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
-}
+pub use crate::dsl::model::truthy;
 
 /// Python `repr(float)`: shortest round-trip digits, exponent form outside 1e-4..1e16.
 pub fn py_float(f: f64) -> String {

@@ -13,17 +13,7 @@ use crate::dsl::model::Object;
 /// The params of a component that has none (or whose params are not an object).
 static EMPTY: LazyLock<Object> = LazyLock::new(Object::new);
 
-/// Python truthiness of a JSON value: RAGFlow tests most params with a bare `if x:`.
-pub(super) fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
-}
+pub(super) use crate::dsl::model::truthy;
 
 /// The ids a field lists: `(index in the array, the id when it is a string)`. A plain
 /// non-empty string counts as one id (index `None`); anything else lists nothing.

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::graph::{Canvas, Comp};
 use super::{Catalog, Support};
 use crate::dsl::finding::{Finding, Level};
-use crate::dsl::model::Object;
+use crate::dsl::model::{Object, kind_name};
 use crate::dsl::syntax::BARE_CPN_REF;
 
 /// Run every parameter rule.
@@ -218,7 +218,7 @@ fn not_an_array(c: &Canvas<'_>, s: &str) -> Option<String> {
         if !v.is_array() && !v.is_null() {
             return Some(format!(
                 "`items_ref` `{sel}` holds {}, not an array",
-                json_kind(v)
+                kind_name(v)
             ));
         }
     } else if let Some(name) = sel.strip_prefix("sys.") {
@@ -248,18 +248,6 @@ fn declared_type<'a>(c: &Canvas<'a>, name: &str) -> Option<&'a str> {
         _ => None,
     }?;
     var.get("type").and_then(Value::as_str)
-}
-
-/// "a string", "a number", ... for messages.
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// C044: a Loop that runs no pass, or always runs every pass (`engine.md` §7.6: the
