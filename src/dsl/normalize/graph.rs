@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::{Log, Object, components_mut, id_list};
+use super::{Log, Object, components_mut, graph_list_mut, id_list};
 
 /// Labels of graph nodes that are not components (`buildDslComponentsByGraph`).
 const NOT_COMPONENTS: &[&str] = &["Note", "Tool", "Placeholder"];
@@ -48,11 +48,7 @@ impl Edge {
 /// enters the next one's left side. Other handles (`Case 1`, category uuids,
 /// `agentBottom`, ...) carry routing and are left alone.
 pub(super) fn handle_ids(dsl: &mut Object, log: &mut Log) {
-    let Some(edges) = dsl
-        .get_mut("graph")
-        .and_then(|g| g.get_mut("edges"))
-        .and_then(Value::as_array_mut)
-    else {
+    let Some(edges) = graph_list_mut(dsl, "edges") else {
         return;
     };
     for (i, e) in edges.iter_mut().enumerate() {

@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashSet, VecDeque};
 
 use serde_json::{Value, json};
 
-use super::{Log, Object, class_of, components_mut, id_list};
+use super::{Log, Object, class_of, components_mut, graph_list_mut, id_list};
 
 /// Components in the Go port's flat shape `{name, params, downstream, upstream}` (its N2
 /// rewrite) get the stored shape `{obj: {component_name, params}, ...}`; a Go-style
@@ -352,11 +352,7 @@ fn display_messages(
 
 /// Graph node labels (and the `parallelNode` type) follow the renamed classes.
 fn rename_graph_labels(dsl: &mut Object, renamed: &[(String, String, String)], log: &mut Log) {
-    let Some(nodes) = dsl
-        .get_mut("graph")
-        .and_then(|g| g.get_mut("nodes"))
-        .and_then(Value::as_array_mut)
-    else {
+    let Some(nodes) = graph_list_mut(dsl, "nodes") else {
         return;
     };
     for (i, n) in nodes.iter_mut().enumerate() {

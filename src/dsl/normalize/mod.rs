@@ -154,6 +154,11 @@ fn components_mut(dsl: &mut Object) -> Option<&mut Object> {
     dsl.get_mut("components").and_then(Value::as_object_mut)
 }
 
+/// `graph.nodes` or `graph.edges`, when the graph has that list.
+fn graph_list_mut<'a>(dsl: &'a mut Object, key: &str) -> Option<&'a mut Vec<Value>> {
+    dsl.get_mut("graph")?.get_mut(key)?.as_array_mut()
+}
+
 /// A component's class name (`obj.component_name`), or `""`.
 fn class_of(c: &Value) -> &str {
     c.get("obj")
