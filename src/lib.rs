@@ -12,4 +12,5 @@ pub mod dsl;
 pub mod engine;
 pub mod llm;
 pub mod store;
+pub mod tools;
 pub mod ui;

@@ -59,6 +59,7 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
         run_id: record.id.clone(),
         args: &turn_args,
         models: &models,
+        tools: std::sync::Arc::new(turn_args.tools.env()?),
     };
     let tty = io::stdin().is_terminal() && io::stderr().is_terminal();
     if let Some(p) = canvas

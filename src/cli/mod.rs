@@ -16,6 +16,7 @@ mod run;
 mod runs;
 mod session;
 mod show;
+mod tools;
 mod validate;
 
 use std::process::ExitCode;

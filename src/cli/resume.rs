@@ -62,6 +62,7 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
         run_id: rec.id.clone(),
         args: &args.turn,
         models: &models,
+        tools: std::sync::Arc::new(args.turn.tools.env()?),
     };
     let resume = match rec.status {
         RunStatus::Waiting => true,

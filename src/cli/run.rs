@@ -60,6 +60,7 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
         run_id: record.id.clone(),
         args: &args.turn,
         models: &models,
+        tools: std::sync::Arc::new(args.turn.tools.env()?),
     };
     // The first turn is already recorded with the run: it is run as a recorded turn.
     let next = Next::Continue {

@@ -55,6 +55,9 @@ pub struct TurnArgs {
     /// Where model calls go.
     #[command(flatten)]
     pub models: super::models::ModelArgs,
+    /// What tools may reach and how.
+    #[command(flatten)]
+    pub tools: super::tools::ToolArgs,
     /// Never prompt (implied when stdin is not a terminal).
     #[arg(long)]
     pub non_interactive: bool,
@@ -218,6 +221,8 @@ pub struct Session<'a> {
     pub args: &'a TurnArgs,
     /// Where model calls go.
     pub models: &'a super::models::ModelSetup,
+    /// What tools may reach and how.
+    pub tools: std::sync::Arc<crate::tools::ToolEnv>,
 }
 
 /// How a drive ended: the exit code and the run's state.
@@ -347,6 +352,7 @@ impl Session<'_> {
             checkpoint_group: crate::engine::scheduler::CHECKPOINT_GROUP,
             models: self.models.source.clone(),
             date: self.models.date.clone(),
+            tools: self.tools.clone(),
         }
     }
 

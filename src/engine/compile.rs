@@ -173,11 +173,18 @@ impl Canvas {
                     });
                 }
             }
-            let params = &def.obj.params;
-            let declared_inputs = match params.get("inputs") {
+            let mut params = def.obj.params.clone();
+            let mut declared_inputs: Vec<String> = match params.get("inputs") {
                 Some(Value::Object(o)) => o.keys().cloned().collect(),
                 _ => Vec::new(),
             };
+            // A tool's meta parameters are inputs too, with their defaults.
+            for (k, default) in component.input_params() {
+                if !declared_inputs.contains(&k) {
+                    declared_inputs.push(k.clone());
+                }
+                params.entry(k).or_insert(default);
+            }
             let declared_outputs = match params.get("outputs") {
                 Some(Value::Object(o)) => o.keys().cloned().collect(),
                 _ => component
@@ -193,7 +200,7 @@ impl Canvas {
                     class: name.clone(),
                     name: dsl.graph_name(id),
                     kind: component.kind(),
-                    params: params.clone(),
+                    params,
                     downstream: def.downstream.clone(),
                     parent_id,
                     declared_inputs,
@@ -226,6 +233,28 @@ impl Canvas {
         self.nodes
             .values()
             .filter(move |n| n.parent_id.as_deref() == Some(parent))
+    }
+
+    /// RAGFlow's `get_input` for one parameter value of component `id` (`engine.md`
+    /// §2.4): a bare reference resolves to its raw value, a text with references is
+    /// formatted with Python `str()` of each value, any other value is itself.
+    pub fn input_value(&self, st: &RunState, id: &str, v: &Value) -> Result<Value, refs::RefError> {
+        match v {
+            Value::String(s) if refs::is_ref(st, s) => refs::resolve(st, s),
+            Value::String(s) => {
+                let found = self.collect_refs(id, s);
+                if found.is_empty() {
+                    return Ok(v.clone());
+                }
+                let mut kv = Vec::with_capacity(found.len());
+                for e in found {
+                    let val = refs::resolve(st, &e.exp)?;
+                    kv.push((e.raw, val));
+                }
+                Ok(Value::String(super::template::string_format(s, &kv)))
+            }
+            other => Ok(other.clone()),
+        }
     }
 
     /// Collect a text's references for component `id`, resolving `{item}`-style aliases

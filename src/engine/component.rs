@@ -112,6 +112,13 @@ pub trait Component: Send + Sync {
         &[]
     }
 
+    /// Parameters resolved as the component's kwargs (RAGFlow's `get_input_elements`)
+    /// besides the DSL's declared `inputs`, with the default each takes when the DSL
+    /// omits it: a tool's `meta.parameters`.
+    fn input_params(&self) -> Vec<(String, Value)> {
+        Vec::new()
+    }
+
     /// The progress text shown in `node_started`.
     fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
         String::new()
@@ -153,6 +160,8 @@ pub struct RunContext {
     pub rng: Mutex<StdRng>,
     /// Where model calls go.
     pub models: Arc<dyn ModelSource>,
+    /// What tools may reach and how.
+    pub tools: Arc<crate::tools::ToolEnv>,
 }
 
 impl RunContext {
@@ -163,6 +172,7 @@ impl RunContext {
             inputs,
             rng: Mutex::new(rand::SeedableRng::seed_from_u64(seed)),
             models: Arc::new(crate::llm::NoModels),
+            tools: Arc::new(crate::tools::ToolEnv::default()),
         }
     }
 }
@@ -231,6 +241,24 @@ impl<'a> NodeCx<'a> {
     /// The run's `inputs` (API shape).
     pub fn run_inputs(&self) -> &Object {
         &self.run.inputs
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        &self.run.run_id
+    }
+
+    /// What tools may reach and how.
+    pub fn tools(&self) -> &crate::tools::ToolEnv {
+        &self.run.tools
+    }
+
+    /// RAGFlow's `get_input` for one parameter value (`engine.md` §2.4): a bare
+    /// reference resolves to its raw value, a text with references is formatted, any
+    /// other value is itself.
+    pub fn input_value(&self, v: &Value) -> Result<Value, RefError> {
+        self.canvas
+            .input_value(&lock(&self.shared.state), &self.node.id, v)
     }
 
     /// The compiled canvas.

@@ -16,7 +16,6 @@ use super::events::{
 use super::refs;
 use super::state::{Cursor, RunState};
 use super::stop::{StopReason, StopSignal};
-use super::template;
 use super::value::{Object, py_repr, truthy};
 use crate::llm::ModelSource;
 
@@ -46,6 +45,8 @@ pub struct RunConfig {
     pub models: Arc<dyn ModelSource>,
     /// A fixed `sys.date` (scripted and replayed runs are reproducible); `None` = now.
     pub date: Option<String>,
+    /// What tools may reach and how (network policy, services, sandbox).
+    pub tools: Arc<crate::tools::ToolEnv>,
 }
 
 impl Default for RunConfig {
@@ -62,6 +63,7 @@ impl Default for RunConfig {
             checkpoint_group: CHECKPOINT_GROUP,
             models: Arc::new(crate::llm::NoModels),
             date: None,
+            tools: Arc::new(crate::tools::ToolEnv::default()),
         }
     }
 }
@@ -191,6 +193,7 @@ pub async fn run_turn(
         inputs: cfg.inputs.clone(),
         rng: Mutex::new(rng),
         models: cfg.models.clone(),
+        tools: cfg.tools.clone(),
     };
     let shared = Shared::new(state);
     let created = now_f64() as i64;
@@ -619,26 +622,10 @@ impl<'a> Turn<'a> {
             let Some(v) = node.params.get(k).filter(|v| !v.is_null()) else {
                 continue;
             };
-            let value = match v {
-                Value::String(s) if refs::is_ref(&st, s) => {
-                    refs::resolve(&st, s).map_err(|e| crash(&node.id, e.to_string()))?
-                }
-                Value::String(s) => {
-                    let found = self.canvas.collect_refs(&node.id, s);
-                    if found.is_empty() {
-                        v.clone()
-                    } else {
-                        let mut kv = Vec::with_capacity(found.len());
-                        for e in found {
-                            let val = refs::resolve(&st, &e.exp)
-                                .map_err(|err| crash(&node.id, err.to_string()))?;
-                            kv.push((e.raw, val));
-                        }
-                        Value::String(template::string_format(s, &kv))
-                    }
-                }
-                other => other.clone(),
-            };
+            let value = self
+                .canvas
+                .input_value(&st, &node.id, v)
+                .map_err(|e| crash(&node.id, e.to_string()))?;
             st.node_mut(&node.id)
                 .inputs
                 .insert(k.clone(), value.clone());

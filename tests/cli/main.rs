@@ -11,6 +11,7 @@ mod graph;
 mod inspect;
 mod migrate;
 mod models;
+mod peer;
 mod resume;
 mod run;
 mod stop;

@@ -3,9 +3,6 @@
 //! shapes the engine depends on (`ID:` blocks, `[ID:n]` markers) are RAGFlow's.
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-
-use crate::llm::count_tokens;
 
 /// The instructions appended to the system prompt when a JSON answer following
 /// `schema` is wanted.
@@ -86,61 +83,6 @@ Use the actual IDs of the knowledge blocks you were given."
         .to_string()
 }
 
-/// The `ID:` number a chunk is shown and cited under: a stable hash of its id mod 500.
-///
-/// RAGFlow uses `int(sha1(id)) % 500`; SHA-1 is not among our dependencies, so this
-/// uses SHA-256 for now. The number only has to be stable within a run, since the
-/// reference store keys chunks by this same function.
-pub fn chunk_ref_id(chunk_id: &str) -> u64 {
-    let digest = Sha256::digest(chunk_id.as_bytes());
-    // The digest read as one big-endian integer, reduced as we go.
-    digest
-        .iter()
-        .fold(0u64, |r, &b| (r * 256 + u64::from(b)) % 500)
-}
-
-/// Renders retrieved chunks as knowledge blocks for the model (RAGFlow's `kb_prompt`
-/// with hashed ids); callers join them with `\n`.
-pub fn kb_prompt(chunks: &[Value], max_tokens: usize) -> Vec<String> {
-    // As RAGFlow: count the non-empty contents until they pass 97 % of the budget; the
-    // chunk that passes it is still kept, and the count is applied to the list by
-    // position (so an empty chunk early on pushes the last one out).
-    let budget = max_tokens as f64 * 0.97;
-    let mut used = 0u64;
-    let mut kept = 0usize;
-    for ck in chunks {
-        let content = content_of(ck);
-        if content.is_empty() {
-            continue;
-        }
-        used += count_tokens(&content);
-        kept += 1;
-        if budget < used as f64 {
-            break;
-        }
-    }
-    chunks
-        .iter()
-        .take(kept)
-        .map(|ck| {
-            let id = field(ck, "id", "chunk_id").map(text_of).unwrap_or_default();
-            let mut out = format!("\nID: {}", chunk_ref_id(&id));
-            out.push_str(&node("Title", field(ck, "docnm_kwd", "document_name")));
-            if let Some(url) = ck.get("url") {
-                out.push_str(&node("URL", Some(url)));
-            }
-            if let Some(Value::Object(meta)) = ck.get("document_metadata") {
-                for (k, v) in meta {
-                    out.push_str(&node(k, Some(v)));
-                }
-            }
-            out.push_str("\n└── Content:\n");
-            out.push_str(&content_of(ck));
-            out
-        })
-        .collect()
-}
-
 /// Maps a name to what function-calling APIs accept: `^[a-zA-Z0-9_-]{1,64}$`.
 pub fn sanitize_function_name(name: &str) -> String {
     let mapped: String = name
@@ -159,52 +101,6 @@ pub fn sanitize_function_name(name: &str) -> String {
     } else {
         mapped
     }
-}
-
-/// RAGFlow's `get_value`: the first key when present (even null), else the second.
-fn field<'a>(ck: &'a Value, k1: &str, k2: &str) -> Option<&'a Value> {
-    ck.get(k1).or_else(|| ck.get(k2))
-}
-
-/// A chunk's content (`content`, else `content_with_weight`).
-fn content_of(ck: &Value) -> String {
-    field(ck, "content", "content_with_weight")
-        .map(text_of)
-        .unwrap_or_default()
-}
-
-/// A value as Python's `str()` would show it (null as "", JSON for containers).
-fn text_of(v: &Value) -> String {
-    match v {
-        Value::Null => String::new(),
-        Value::String(s) => s.clone(),
-        Value::Bool(true) => "True".to_string(),
-        Value::Bool(false) => "False".to_string(),
-        other => other.to_string(),
-    }
-}
-
-/// One `├── key: value` line; empty values are left out and newline runs become one
-/// space so a value stays on its line.
-fn node(key: &str, value: Option<&Value>) -> String {
-    let text = value.map(text_of).unwrap_or_default();
-    if text.is_empty() {
-        return String::new();
-    }
-    let mut line = String::new();
-    let mut in_newlines = false;
-    for c in text.chars() {
-        if c == '\n' {
-            if !in_newlines {
-                line.push(' ');
-            }
-            in_newlines = true;
-        } else {
-            line.push(c);
-            in_newlines = false;
-        }
-    }
-    format!("\n├── {key}: {line}")
 }
 
 #[cfg(test)]
@@ -241,70 +137,6 @@ mod tests {
         }
         assert_eq!(p.matches("<context>").count(), 2);
         assert!(p.ends_with("knowledge blocks you were given."));
-    }
-
-    #[test]
-    fn chunk_ref_id_is_stable_and_below_500() {
-        assert_eq!(chunk_ref_id("abc"), chunk_ref_id("abc"));
-        for id in ["", "abc", "chunk-1", "日本", "12345678"] {
-            assert!(chunk_ref_id(id) < 500);
-        }
-        // Pinned so that a change of hash shows up here (Python:
-        // int(hashlib.sha256(b"abc").hexdigest(), 16) % 500).
-        assert_eq!(chunk_ref_id("abc"), 465);
-    }
-
-    #[test]
-    fn kb_prompt_renders_blocks() {
-        let chunks = vec![
-            json!({
-                "id": "c1",
-                "content": "Paris is the capital.",
-                "document_name": "geo.pdf",
-                "url": "https://example.com/geo",
-                "document_metadata": {"author": "Ann\n\nLee", "year": 2020, "empty": "", "none": null}
-            }),
-            json!({"chunk_id": "c2", "content_with_weight": "Second.", "docnm_kwd": "b.txt", "url": ""}),
-        ];
-        let out = kb_prompt(&chunks, 1000);
-        assert_eq!(out.len(), 2);
-        assert_eq!(
-            out[0],
-            format!(
-                "\nID: {}\n├── Title: geo.pdf\n├── URL: https://example.com/geo\n├── author: Ann Lee\n├── year: 2020\n└── Content:\nParis is the capital.",
-                chunk_ref_id("c1")
-            )
-        );
-        assert_eq!(
-            out[1],
-            format!(
-                "\nID: {}\n├── Title: b.txt\n└── Content:\nSecond.",
-                chunk_ref_id("c2")
-            )
-        );
-    }
-
-    #[test]
-    fn kb_prompt_stops_after_the_chunk_passing_97_percent() {
-        let chunk = |i: usize| json!({"id": format!("c{i}"), "content": "a b c d e f g h i j"});
-        let chunks: Vec<Value> = (0..5).map(chunk).collect();
-        // 10 tokens each; budget 25 * 0.97 = 24.25: passed by the third chunk, kept.
-        assert_eq!(kb_prompt(&chunks, 25).len(), 3);
-        assert_eq!(kb_prompt(&chunks, 1000).len(), 5);
-        assert!(kb_prompt(&[], 100).is_empty());
-    }
-
-    #[test]
-    fn kb_prompt_counts_empty_chunks_by_position() {
-        let chunks = vec![
-            json!({"id": "e", "content": ""}),
-            json!({"id": "a", "content": "x"}),
-            json!({"id": "b", "content": "y"}),
-        ];
-        // Two non-empty chunks counted, then the first two of the list are rendered.
-        let out = kb_prompt(&chunks, 1000);
-        assert_eq!(out.len(), 2);
-        assert!(out[1].ends_with("Content:\nx"));
     }
 
     #[test]

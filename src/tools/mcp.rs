@@ -1,0 +1,5 @@
+//! MCP servers' tools.
+
+/// MCP servers by id.
+#[derive(Debug, Clone, Default)]
+pub struct McpConfig {}

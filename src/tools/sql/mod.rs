@@ -1,0 +1,1 @@
+//! ExeSQL's database drivers.
