@@ -10,6 +10,7 @@ pub mod chat;
 mod data_operations;
 mod exit_loop;
 mod form;
+mod invoke;
 mod iteration;
 mod iteration_item;
 mod list_operations;
@@ -26,4 +27,4 @@ mod variable_aggregator;
 mod variable_assigner;
 
 pub use catalog::Catalog;
-pub use registry::{LEGACY, Registry, SUPPORTED, UNSUPPORTED};
+pub use registry::{LEGACY, Registry, SUPPORTED, TOOLS, UNSUPPORTED};

@@ -6,10 +6,12 @@ use crate::engine::{self, BuildError, Component, Kind};
 
 use super::unsupported::Unsupported;
 use super::{
-    agent, begin, categorize, data_operations, exit_loop, iteration, iteration_item,
+    agent, begin, categorize, data_operations, exit_loop, invoke, iteration, iteration_item,
     list_operations, llm, loop_, loop_item, message, string_transform, switch, user_fill_up,
     variable_aggregator, variable_assigner,
 };
+use crate::tools::node::ToolNode;
+use crate::tools::{ToolBuilder, code_exec, exe_sql, retrieval};
 
 type Builder = fn(&Object) -> Result<Box<dyn Component>, BuildError>;
 
@@ -34,19 +36,25 @@ pub const SUPPORTED: &[(&str, Builder)] = &[
     ("LLM", llm::build),
     ("Agent", agent::build),
     ("Categorize", categorize::build),
+    ("Invoke", invoke::build),
+    ("Retrieval", |p| ToolNode::build(retrieval::build, p)),
+    ("CodeExec", |p| ToolNode::build(code_exec::build, p)),
+    ("ExeSQL", |p| ToolNode::build(exe_sql::build, p)),
+];
+
+/// Tools an Agent can call, by DSL class name (RAGFlow's aliases of Retrieval included).
+pub const TOOLS: &[(&str, ToolBuilder)] = &[
+    ("Retrieval", retrieval::build),
+    ("SearchMyDataset", retrieval::build),
+    ("search_my_dataset", retrieval::build),
+    ("search_my_dateset", retrieval::build),
+    ("CodeExec", code_exec::build),
+    ("ExeSQL", exe_sql::build),
 ];
 
 /// RAGFlow components this build recognises but cannot run yet: (name, routing kind,
 /// what is missing).
 pub const UNSUPPORTED: &[(&str, Kind, &str)] = &[
-    ("Retrieval", Kind::Generic, "Retrieval is not supported yet"),
-    ("CodeExec", Kind::Generic, "CodeExec is not supported yet"),
-    ("ExeSQL", Kind::Generic, "ExeSQL is not supported yet"),
-    (
-        "Invoke",
-        Kind::Generic,
-        "Invoke (HTTP requests) is not supported yet",
-    ),
     (
         "DocGenerator",
         Kind::Generic,

@@ -1,0 +1,1 @@
+//! agent_tools tests.

@@ -1,0 +1,1 @@
+//! exe_sql tests.
