@@ -59,7 +59,11 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
         run_id: record.id.clone(),
         args: &turn_args,
         models: &models,
-        tools: std::sync::Arc::new(turn_args.tools.env()?),
+        tools: std::sync::Arc::new(
+            turn_args
+                .tools
+                .env(turn_args.models.llm_config.as_deref())?,
+        ),
     };
     let tty = io::stdin().is_terminal() && io::stderr().is_terminal();
     if let Some(p) = canvas

@@ -62,7 +62,11 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
         run_id: rec.id.clone(),
         args: &args.turn,
         models: &models,
-        tools: std::sync::Arc::new(args.turn.tools.env()?),
+        tools: std::sync::Arc::new(
+            args.turn
+                .tools
+                .env(args.turn.models.llm_config.as_deref())?,
+        ),
     };
     let resume = match rec.status {
         RunStatus::Waiting => true,

@@ -60,7 +60,11 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
         run_id: record.id.clone(),
         args: &args.turn,
         models: &models,
-        tools: std::sync::Arc::new(args.turn.tools.env()?),
+        tools: std::sync::Arc::new(
+            args.turn
+                .tools
+                .env(args.turn.models.llm_config.as_deref())?,
+        ),
     };
     // The first turn is already recorded with the run: it is run as a recorded turn.
     let next = Next::Continue {

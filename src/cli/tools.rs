@@ -1,12 +1,16 @@
 //! Tool options shared by run, resume and chat: what outgoing calls may reach, MCP
 //! servers, the RAGFlow server Retrieval asks, where CodeExec runs and writes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use super::CliError;
+use crate::llm::provider::{LlmConfig, os_env};
 use crate::tools::ToolEnv;
+use crate::tools::mcp::McpConfig;
+use crate::tools::retrieval::RagflowApi;
+use crate::tools::sandbox::SandboxConfig;
 
 /// Tool options.
 #[derive(Debug, Clone, Args)]
@@ -39,14 +43,42 @@ fn env_flag(name: &str) -> bool {
 }
 
 impl ToolArgs {
-    /// The tool environment these options and the process environment give.
-    pub fn env(&self) -> Result<ToolEnv, CliError> {
+    /// The tool environment these options, the process environment and the
+    /// configuration file (`llm_config`, as `--llm-config` names it) give.
+    pub fn env(&self, llm_config: Option<&Path>) -> Result<ToolEnv, CliError> {
         let mut env = ToolEnv {
             sql_writes: self.allow_sql_writes,
             artifacts_dir: self.output_dir.clone(),
+            sandbox: SandboxConfig::from_env(),
+            ragflow: ragflow(llm_config)?,
             ..ToolEnv::default()
         };
         env.net.allow_private = self.allow_private_network || env_flag("CANVAS_ALLOW_PRIVATE");
+        if let Some(path) = &self.mcp_config {
+            env.mcp = McpConfig::load(path).map_err(|e| CliError::invalid(e.to_string()))?;
+        }
         Ok(env)
     }
+}
+
+/// The RAGFlow server: `RAGFLOW_BASE_URL` and `RAGFLOW_API_KEY`, else the `ragflow:`
+/// section of the configuration file. `None` when no base URL is given.
+fn ragflow(llm_config: Option<&Path>) -> Result<Option<RagflowApi>, CliError> {
+    let var = |n: &str| os_env(n).filter(|v| !v.trim().is_empty());
+    let section = if var("RAGFLOW_BASE_URL").is_some() && var("RAGFLOW_API_KEY").is_some() {
+        None
+    } else {
+        LlmConfig::load(llm_config, &os_env)
+            .map_err(|e| CliError::invalid(e.to_string()))?
+            .ragflow
+    };
+    let section = section.unwrap_or_default();
+    let Some(base_url) = var("RAGFLOW_BASE_URL").or(section.base_url) else {
+        return Ok(None);
+    };
+    let api_key = var("RAGFLOW_API_KEY")
+        .or_else(|| section.api_key_env.as_deref().and_then(var))
+        .or_else(|| section.api_key.map(|k| k.expose().to_string()))
+        .unwrap_or_default();
+    Ok(Some(RagflowApi { base_url, api_key }))
 }

@@ -1,8 +1,9 @@
 //! Agent: an LLM that may call tools through native function calling
-//! (`llm-and-tools.md` §4). Its tools are the DSL's embedded component configs; a
-//! nested Agent is a tool too (a sub-Agent answering the supervisor's order). Tools
-//! this build does not run yet are offered with what the DSL says of them, and fail the
-//! Agent with a clear error when the model calls one.
+//! (`llm-and-tools.md` §4). Its tools are the DSL's embedded component configs (the
+//! `tools/` of this build: Retrieval, CodeExec, ExeSQL, ...), MCP servers' tools, and
+//! nested Agents (a sub-Agent answers the supervisor's order). Tools this build does not
+//! run yet are offered with what the DSL says of them, and fail the Agent with a clear
+//! error when the model calls one.
 
 use std::sync::Arc;
 
@@ -17,6 +18,8 @@ use super::chat::prompts::sanitize_function_name;
 use crate::engine::refs::RefElement;
 use crate::engine::value::Object;
 use crate::engine::{BuildError, CResult, Component, ComponentError, NodeCx};
+use crate::tools::mcp::{McpServer, McpSession};
+use crate::tools::{Call, Tool};
 
 /// Build an Agent from its DSL parameters (its tools included, recursively).
 pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
@@ -36,6 +39,21 @@ pub struct Agent {
 enum ToolKind {
     /// A nested Agent.
     SubAgent(Arc<Agent>),
+    /// A component tool of `tools/`.
+    Component {
+        tool: Box<dyn Tool>,
+        /// Its DSL parameters.
+        params: Object,
+        /// RAGFlow's component id: `<agent id>--><name>`.
+        id: String,
+    },
+    /// A tool of an MCP server.
+    Mcp {
+        /// The canvas's `mcp` entry (server id, maybe the server itself).
+        entry: Value,
+        /// The tool's own name on the server.
+        tool: String,
+    },
     /// A component or MCP tool this build does not run yet.
     NotYet {
         /// How the DSL names it.
@@ -50,8 +68,12 @@ struct ToolEntry {
     kind: ToolKind,
 }
 
-/// The tools of one Agent.
-struct Tools(Vec<ToolEntry>);
+/// The tools of one Agent, and its open MCP sessions (by server id, opened on first
+/// use and kept for the process).
+struct Tools(
+    Vec<ToolEntry>,
+    tokio::sync::Mutex<Vec<(String, Arc<McpSession>)>>,
+);
 
 impl Agent {
     fn new(params: &Object, who: &str) -> Result<Agent, BuildError> {
@@ -107,6 +129,24 @@ impl Agent {
                     schema,
                     kind: ToolKind::SubAgent(Arc::new(sub)),
                 });
+            } else if let Some((_, build)) = super::TOOLS
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(&class))
+            {
+                let tool = build(&tparams)
+                    .map_err(|e| BuildError::Params(format!("{who}: tool {name:?}: {e}")))?;
+                let base = tool.meta().function_name(&tparams);
+                let fname = format!("{}_{i}", sanitize_function_name(&base));
+                let schema = tool.meta().schema(&tparams, &fname);
+                entries.push(ToolEntry {
+                    name: fname,
+                    schema,
+                    kind: ToolKind::Component {
+                        tool,
+                        params: tparams,
+                        id: name.replace(' ', "_"),
+                    },
+                });
             } else {
                 let base = tparams
                     .get("function_name")
@@ -141,18 +181,24 @@ impl Agent {
                     "description": meta.get("description").cloned().unwrap_or(json!("")),
                     "parameters": meta.get("inputSchema").cloned()
                         .unwrap_or(json!({"type": "object", "properties": {}}))}});
+                let tool = meta
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or(tname)
+                    .to_string();
                 entries.push(ToolEntry {
                     name: fname,
                     schema,
-                    kind: ToolKind::NotYet {
-                        what: format!("the MCP tool {tname:?}"),
+                    kind: ToolKind::Mcp {
+                        entry: server.clone(),
+                        tool,
                     },
                 });
             }
         }
         Ok(Agent {
             params: llm,
-            tools: Arc::new(Tools(entries)),
+            tools: Arc::new(Tools(entries, tokio::sync::Mutex::new(Vec::new()))),
             max_rounds,
             user_prompt: params
                 .get("user_prompt")
@@ -228,6 +274,83 @@ fn snake(class: &str) -> String {
     if out.is_empty() { "tool".into() } else { out }
 }
 
+/// RAGFlow's limit on one MCP tool call.
+const MCP_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Tools {
+    /// The session with the MCP server an `mcp` entry names: the server given in the
+    /// entry itself, else the one of `--mcp-config` with its `mcp_id`.
+    async fn mcp_session(&self, cx: &NodeCx<'_>, entry: &Value) -> CResult<Arc<McpSession>> {
+        let id = entry
+            .get("mcp_id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let mut open = self.1.lock().await;
+        if let Some((_, s)) = open.iter().find(|(k, _)| *k == id) {
+            return Ok(s.clone());
+        }
+        let server: McpServer = match McpServer::from_entry(entry) {
+            Some(s) => s,
+            None => cx.tools().mcp.server(&id).cloned().ok_or_else(|| {
+                ComponentError::Fatal(format!(
+                    "the Agent uses MCP server {id:?}, which is not configured: pass --mcp-config FILE with a `servers: {{{id}: {{url: ...}}}}` entry (or command/args for a local server)"
+                ))
+            })?,
+        };
+        let session = McpSession::connect(&server, &cx.tools().net, &[])
+            .await
+            .map_err(|e| ComponentError::Fatal(e.to_string()))?;
+        let session = Arc::new(session);
+        open.push((id, session.clone()));
+        Ok(session)
+    }
+}
+
+/// Call a component tool for the model (`llm-and-tools.md` §4.4): arguments the model
+/// left out come from the tool's parameters (resolved as a node would); a failure is
+/// the tool's `_ERROR` and its text is the result the model reads.
+async fn call_component(
+    cx: &NodeCx<'_>,
+    tool: &dyn Tool,
+    params: &Object,
+    name: &str,
+    args: &Value,
+) -> CResult<String> {
+    let mut kwargs = args.as_object().cloned().unwrap_or_default();
+    for p in &tool.meta().parameters {
+        if kwargs.contains_key(p.name) {
+            continue;
+        }
+        let v = params.get(p.name).unwrap_or(&p.default);
+        if !v.is_null() {
+            kwargs.insert(p.name.to_string(), cx.input_value(v)?);
+        }
+    }
+    let call = Call::agent_tool(cx, params, format!("{}-->{name}", cx.id()));
+    let res = tool.run(&call, &kwargs).await;
+    match res {
+        Ok(Some(Value::String(s))) => Ok(s),
+        Ok(Some(v)) => Ok(v.to_string()),
+        Ok(None) => {
+            let outputs = call.outputs();
+            let main = ["formalized_content", "content", "result"]
+                .iter()
+                .find_map(|k| outputs.get(*k).filter(|v| !v.is_null()));
+            Ok(match main {
+                Some(Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+                None => Value::Object(outputs).to_string(),
+            })
+        }
+        Err(ComponentError::Failed(m)) => {
+            call.set_output("_ERROR", json!(m));
+            Ok(m)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 #[async_trait]
 impl ToolBox for Tools {
     fn schemas(&self) -> Vec<Value> {
@@ -242,6 +365,15 @@ impl ToolBox for Tools {
         };
         match &entry.kind {
             ToolKind::SubAgent(agent) => agent.answer_as_tool(cx, args).await,
+            ToolKind::Component { tool, params, id } => {
+                call_component(cx, tool.as_ref(), params, id, args).await
+            }
+            ToolKind::Mcp { entry, tool } => {
+                let session = self.mcp_session(cx, entry).await?;
+                Ok(session
+                    .call_tool(tool, args.clone(), MCP_CALL_TIMEOUT)
+                    .await)
+            }
             ToolKind::NotYet { what } => Err(ComponentError::Fatal(format!(
                 "the model called {name} ({what}), which this build of canvas does not run yet"
             ))),

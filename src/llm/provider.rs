@@ -306,6 +306,25 @@ pub struct LlmConfig {
     /// Per-model settings, by `llm_id` or bare model name.
     #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
+    /// The RAGFlow server Retrieval searches (`RAGFLOW_BASE_URL`/`RAGFLOW_API_KEY`
+    /// win over it).
+    #[serde(default)]
+    pub ragflow: Option<RagflowConfig>,
+}
+
+/// The `ragflow:` section of the configuration file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RagflowConfig {
+    /// The server's base URL (`https://ragflow.example.com`).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// A literal API key (never printed).
+    #[serde(default)]
+    pub api_key: Option<ApiKey>,
 }
 
 impl LlmConfig {

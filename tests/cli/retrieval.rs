@@ -1,1 +1,269 @@
-//! retrieval tests.
+//! Retrieval end to end against a fake RAGFlow server on 127.0.0.1: dataset names
+//! resolved to ids, the canvas parameters mapped onto the retrieval API, chunks in the
+//! outputs and in `message_end.reference`, and the errors a user can meet.
+
+use serde_json::{Value, json};
+
+use crate::peer::{FakeServer, Reply, Seen};
+use crate::util::{TIMEOUT, canvas, events, stderr};
+
+/// Begin → Retrieval → Message, the Retrieval's parameters merged over `params`.
+fn canvas_json(params: Value) -> String {
+    let mut p = json!({
+        "query": "{sys.query}",
+        "kb_ids": ["handbook"],
+        "top_n": 3,
+        "top_k": 64,
+        "similarity_threshold": 0.3,
+        "keywords_similarity_weight": 0.7,
+        "empty_response": "Nothing found.",
+        "retrieval_from": "dataset",
+        "outputs": {"formalized_content": {"type": "string", "value": ""}, "json": {"type": "Array<Object>", "value": []}}
+    });
+    for (k, v) in params.as_object().unwrap() {
+        p[k] = v.clone();
+    }
+    json!({"components": {
+        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Retrieval:Docs"], "upstream": []},
+        "Retrieval:Docs": {"obj": {"component_name": "Retrieval", "params": p}, "downstream": ["Message:Out"], "upstream": ["begin"]},
+        "Message:Out": {"obj": {"component_name": "Message", "params": {"content": ["{Retrieval:Docs@formalized_content}"]}}, "downstream": [], "upstream": ["Retrieval:Docs"]}
+    }, "path": [], "history": [], "globals": {"sys.query": "", "sys.user_id": "", "sys.conversation_turns": 0, "sys.files": []}})
+    .to_string()
+}
+
+/// A fake RAGFlow: dataset `handbook` has id `ds-1`; retrieval answers two chunks.
+fn ragflow() -> FakeServer {
+    FakeServer::with(|req: &Seen, _| {
+        if req.header("authorization") != Some("Bearer rf-key") {
+            return Reply::json(
+                200,
+                json!({"code": 109, "message": "Authentication error: API key is invalid!"}),
+            );
+        }
+        match (req.method(), req.path()) {
+            ("GET", "/api/v1/datasets") if req.target().contains("name=handbook") => Reply::json(
+                200,
+                json!({"code": 0, "data": [{"id": "ds-1", "name": "handbook"}]}),
+            ),
+            ("GET", "/api/v1/datasets") => Reply::json(
+                200,
+                json!({"code": 102, "message": "You don't own the dataset"}),
+            ),
+            ("POST", "/api/v1/retrieval") => Reply::json(
+                200,
+                json!({"code": 0, "data": {
+                    "total": 2,
+                    "chunks": [
+                        {"id": "ck-1", "content": "Refunds are paid within 14 days.", "document_id": "doc-1",
+                         "document_keyword": "refunds.pdf", "dataset_id": "ds-1", "similarity": 0.91,
+                         "vector_similarity": 0.9, "term_similarity": 0.95, "positions": [], "image_id": ""},
+                        {"id": "ck-2", "content": "Shipping is free above 50 EUR.", "document_id": "doc-2",
+                         "document_keyword": "shipping.md", "dataset_id": "ds-1", "similarity": 0.55,
+                         "vector_similarity": 0.5, "term_similarity": 0.6, "positions": [], "image_id": ""}
+                    ],
+                    "doc_aggs": [{"doc_name": "refunds.pdf", "doc_id": "doc-1", "count": 1},
+                                 {"doc_name": "shipping.md", "doc_id": "doc-2", "count": 1}]
+                }}),
+            ),
+            _ => Reply::json(404, json!({"code": 404, "message": "no such route"})),
+        }
+    })
+}
+
+fn run(
+    dir: &std::path::Path,
+    canvas_text: &str,
+    base: Option<&str>,
+    query: &str,
+) -> std::process::Output {
+    let file = dir.join("flow.json");
+    std::fs::write(&file, canvas_text).unwrap();
+    let mut c = canvas();
+    c.env_remove("RAGFLOW_BASE_URL")
+        .env_remove("RAGFLOW_API_KEY");
+    if let Some(b) = base {
+        c.env("RAGFLOW_BASE_URL", b)
+            .env("RAGFLOW_API_KEY", "rf-key");
+    }
+    c.args([
+        "run",
+        file.to_str().unwrap(),
+        "--format",
+        "jsonl",
+        "-q",
+        query,
+    ])
+    .timeout(TIMEOUT)
+    .output()
+    .unwrap()
+}
+
+fn finished<'a>(evs: &'a [Value], id: &str) -> &'a Value {
+    evs.iter()
+        .find(|e| e["event"] == "node_finished" && e["data"]["component_id"] == id)
+        .unwrap_or_else(|| panic!("no node_finished for {id}: {evs:#?}"))
+}
+
+#[test]
+fn datasets_are_searched_on_the_ragflow_server_with_the_canvas_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ragflow();
+    let out = run(
+        dir.path(),
+        &canvas_json(json!({})),
+        Some(&server.url("")),
+        "user: refund policy?",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let evs = events(&out.stdout);
+
+    let seen = server.seen();
+    let search = seen
+        .iter()
+        .find(|s| s.path() == "/api/v1/retrieval")
+        .expect("a retrieval call");
+    let body = search.json();
+    assert_eq!(
+        body["question"], "refund policy?",
+        "the `user:` prefix is stripped"
+    );
+    assert_eq!(
+        body["dataset_ids"],
+        json!(["ds-1"]),
+        "the name is resolved to its id"
+    );
+    assert_eq!(body["page"], 1);
+    assert_eq!(body["page_size"], 3);
+    assert_eq!(body["top_k"], 64);
+    assert_eq!(body["similarity_threshold"], 0.3);
+    let w = body["vector_similarity_weight"].as_f64().unwrap();
+    assert!(
+        (w - 0.3).abs() < 1e-9,
+        "1 - keywords_similarity_weight, got {w}"
+    );
+
+    let r = finished(&evs, "Retrieval:Docs");
+    assert_eq!(r["data"]["error"], Value::Null);
+    let text = r["data"]["outputs"]["formalized_content"].as_str().unwrap();
+    assert!(text.contains("├── Title: refunds.pdf"), "{text}");
+    assert!(
+        text.contains("└── Content:\nRefunds are paid within 14 days."),
+        "{text}"
+    );
+    assert!(text.contains("├── Title: shipping.md"), "{text}");
+    let json_out = &r["data"]["outputs"]["json"];
+    assert_eq!(json_out[0]["chunk_id"], "ck-1");
+    assert_eq!(json_out[0]["docnm_kwd"], "refunds.pdf");
+    assert_eq!(json_out[0]["doc_id"], "doc-1");
+
+    let end = evs
+        .iter()
+        .find(|e| e["event"] == "message_end")
+        .expect("message_end");
+    let chunks = end["data"]["reference"]["chunks"]
+        .as_object()
+        .expect("reference chunks");
+    assert_eq!(chunks.len(), 2);
+    let first = chunks
+        .values()
+        .find(|c| c["id"] == "ck-1")
+        .expect("chunk ck-1");
+    assert_eq!(first["document_name"], "refunds.pdf");
+    assert_eq!(first["content"], "Refunds are paid within 14 days.");
+    assert_eq!(
+        end["data"]["reference"]["doc_aggs"]["refunds.pdf"]["doc_id"],
+        "doc-1"
+    );
+}
+
+#[test]
+fn nothing_found_gives_the_empty_response() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::with(|req: &Seen, _| match req.path() {
+        "/api/v1/datasets" => Reply::json(200, json!({"code": 0, "data": [{"id": "ds-1"}]})),
+        _ => Reply::json(
+            200,
+            json!({"code": 0, "data": {"total": 0, "chunks": [], "doc_aggs": []}}),
+        ),
+    });
+    let out = run(
+        dir.path(),
+        &canvas_json(json!({})),
+        Some(&server.url("")),
+        "anything",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let evs = events(&out.stdout);
+    let r = finished(&evs, "Retrieval:Docs");
+    assert_eq!(r["data"]["outputs"]["formalized_content"], "Nothing found.");
+    let end = evs.iter().find(|e| e["event"] == "message_end").unwrap();
+    assert!(end["data"].get("reference").is_none(), "{end}");
+}
+
+#[test]
+fn server_errors_become_the_component_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ragflow();
+    let file = dir.path().join("flow.json");
+    std::fs::write(&file, canvas_json(json!({"kb_ids": ["nope"]}))).unwrap();
+    let out = run(
+        dir.path(),
+        &canvas_json(json!({"kb_ids": ["nope"]})),
+        Some(&server.url("")),
+        "q",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let evs = events(&out.stdout);
+    let r = finished(&evs, "Retrieval:Docs");
+    assert_eq!(r["data"]["error"], "Dataset(nope) does not exist.");
+}
+
+#[test]
+fn named_datasets_without_a_server_say_what_to_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &canvas_json(json!({})), None, "refunds");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(
+        err.trim()
+            .lines()
+            .filter(|l| l.starts_with("error:"))
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("Retrieval:Docs"), "{err}");
+    assert!(
+        err.contains("RAGFLOW_BASE_URL") && err.contains("RAGFLOW_API_KEY"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_empty_dataset_list_is_ragflows_error_and_an_empty_query_its_empty_response() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &canvas_json(json!({"kb_ids": []})),
+        None,
+        "refunds",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let evs = events(&out.stdout);
+    assert_eq!(
+        finished(&evs, "Retrieval:Docs")["data"]["error"],
+        "No dataset is selected."
+    );
+
+    let out = run(
+        dir.path(),
+        &canvas_json(json!({"query": ""})),
+        None,
+        "refunds",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let evs = events(&out.stdout);
+    let r = finished(&evs, "Retrieval:Docs");
+    assert_eq!(r["data"]["outputs"]["formalized_content"], "Nothing found.");
+    assert_eq!(r["data"]["inputs"], json!({"query": ""}));
+}
