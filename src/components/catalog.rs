@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::registry::{LEGACY, SUPPORTED, UNSUPPORTED};
+use super::registry::{LEGACY, SUPPORTED, TOOLS, UNSUPPORTED};
 use crate::dsl::lint::{self, Support};
 use crate::engine::value::Object;
 
@@ -47,8 +47,10 @@ impl lint::Catalog for Catalog {
         if name.eq_ignore_ascii_case("Agent") {
             return Support::Runs;
         }
-        if name.eq_ignore_ascii_case("MCP") {
-            return Support::NotYet("MCP servers are not supported yet".into());
+        if name.eq_ignore_ascii_case("MCP")
+            || TOOLS.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
+            return Support::Runs;
         }
         match self.component(name) {
             Support::Runs => {
@@ -78,6 +80,9 @@ impl lint::Catalog for Catalog {
             "dataoperations" | "stringtransform" => &["result"],
             "listoperations" => &["result", "first", "last"],
             "llm" | "agent" => &["content", "structured"],
+            "invoke" => &["result"],
+            "retrieval" => &["formalized_content", "json"],
+            "exesql" => &["formalized_content", "json"],
             // Group names and tool outputs are set at run time.
             _ => return None,
         };
@@ -108,13 +113,19 @@ mod tests {
     fn classes_are_sorted_into_what_runs_and_what_does_not() {
         let c = Catalog;
         assert_eq!(c.component("message"), Support::Runs);
-        assert!(matches!(c.component("CodeExec"), Support::NotYet(w) if w.contains("CodeExec")));
+        assert_eq!(c.component("CodeExec"), Support::Runs);
+        assert!(
+            matches!(c.component("DocGenerator"), Support::NotYet(w) if w.contains("DocGenerator"))
+        );
         assert!(matches!(c.component("TuShare"), Support::Dead(_)));
         assert_eq!(c.component("TokenChunker"), Support::Ingestion);
         assert_eq!(c.component("Nope"), Support::Unknown);
         assert_eq!(c.tool("Agent"), Support::Runs);
         assert!(matches!(c.tool("TavilySearch"), Support::NotYet(_)));
-        assert!(matches!(c.tool("MCP"), Support::NotYet(_)));
+        assert_eq!(c.tool("MCP"), Support::Runs);
+        assert_eq!(c.tool("Retrieval"), Support::Runs);
+        assert_eq!(c.tool("search_my_dateset"), Support::Runs);
+        assert_eq!(c.tool("ExeSQL"), Support::Runs);
     }
 
     #[test]

@@ -207,8 +207,9 @@ fn graph_only_exports_are_checked_after_deriving_their_components() {
     let dir = shared.join("fixtures/ragflow/go-testdata");
     let (_, out, _) = validate(&dir, &["subaget.json", "--format", "json"]);
     let fs = findings(&out);
-    // The legacy form is a note; the sub-agent's MCP server is not supported yet, and
-    // that finding points into the graph node's form, where the file has it.
+    // The legacy form is a note; the sub-agent's MCP server, known by its RAGFlow id
+    // only, is a note too, and it points into the graph node's form, where the file
+    // has it.
     assert!(
         fs.iter()
             .any(|f| f["code"] == "C070" && f["level"] == "info"),
@@ -216,7 +217,7 @@ fn graph_only_exports_are_checked_after_deriving_their_components() {
     );
     let mcp = fs
         .iter()
-        .find(|f| f["code"] == "C041")
+        .find(|f| f["code"] == "C048")
         .unwrap_or_else(|| panic!("{fs:#?}"));
     assert_eq!(mcp["component"], "Agent:GentleCrabsWrite");
     let text = std::fs::read_to_string(dir.join("subaget.json")).unwrap();
@@ -246,7 +247,9 @@ fn components_lists_what_this_build_runs() {
     };
     assert_eq!(status("Begin").as_deref(), Some("runs"));
     assert_eq!(status("Categorize").as_deref(), Some("runs"));
-    assert_eq!(status("CodeExec").as_deref(), Some("not_yet"));
+    assert_eq!(status("CodeExec").as_deref(), Some("runs"));
+    assert_eq!(status("Retrieval").as_deref(), Some("runs"));
+    assert_eq!(status("DocGenerator").as_deref(), Some("not_yet"));
     assert_eq!(status("TuShare").as_deref(), Some("legacy"));
     let text = canvas().arg("components").output().unwrap();
     let text = String::from_utf8(text.stdout).unwrap();

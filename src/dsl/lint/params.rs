@@ -144,6 +144,30 @@ fn tools(
             let msg = format!("MCP server {i}: {why}");
             out.push(unrunnable_tool(comp, msg, &at(comp, base, &["mcp", &i])));
         }
+        return;
+    }
+    // C048: RAGFlow keeps MCP servers' addresses in its database; the canvas has the id.
+    for (i, entry) in mcp.into_iter().flatten().enumerate() {
+        if entry
+            .get("url")
+            .is_some_and(|u| u.as_str().is_some_and(|u| !u.is_empty()))
+        {
+            continue;
+        }
+        let id = entry.get("mcp_id").and_then(Value::as_str).unwrap_or("");
+        let i = i.to_string();
+        out.push(
+            Finding::new(
+                "C048",
+                Level::Info,
+                format!("MCP server {i} (`{id}`) is named by its RAGFlow id only"),
+            )
+            .hint(format!(
+                "give its address at run time: --mcp-config FILE with `servers: {{{id}: {{url: ...}}}}`"
+            ))
+            .component(comp.id)
+            .at(&at(comp, base, &["mcp", &i])),
+        );
     }
 }
 
@@ -471,7 +495,7 @@ mod tests {
     }
 
     #[test]
-    fn c041_tools_and_mcp_this_build_cannot_run() {
+    fn c041_tools_this_build_cannot_run_and_c048_mcp_servers_by_id() {
         let doc = with(
             "Agent:A",
             json!({"Agent:A": cpn("Agent", json!({"llm_id": "m",
@@ -483,8 +507,6 @@ mod tests {
         assert_eq!(
             only(&doc, "C041"),
             [
-                ("C041", "/components/Agent:A/obj/params/mcp/0".to_owned()),
-                ("C041", "/components/Agent:A/obj/params/mcp/1".to_owned()),
                 (
                     "C041",
                     "/components/Agent:A/obj/params/tools/0/component_name".to_owned()
@@ -514,6 +536,19 @@ mod tests {
                 "tools": [{"component_name": "Agent", "params": {"llm_id": "m"}}]}), &["Message:M"])}),
         );
         assert_eq!(only(&ok, "C041"), []);
+        assert_eq!(
+            only(&doc, "C048"),
+            [
+                ("C048", "/components/Agent:A/obj/params/mcp/0".to_owned()),
+                ("C048", "/components/Agent:A/obj/params/mcp/1".to_owned()),
+            ]
+        );
+        let inline = with(
+            "Agent:A",
+            json!({"Agent:A": cpn("Agent", json!({"llm_id": "m",
+                "mcp": [{"mcp_id": "a", "url": "https://mcp.example.com/mcp"}]}), &["Message:M"])}),
+        );
+        assert_eq!(only(&inline, "C048"), []);
     }
 
     #[test]

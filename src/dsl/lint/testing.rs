@@ -48,9 +48,9 @@ impl Catalog for Fake {
     }
 
     fn tool(&self, name: &str) -> Support {
-        if name.eq_ignore_ascii_case("Agent") {
+        if name.eq_ignore_ascii_case("Agent") || name == "MCP" {
             Support::Runs
-        } else if name.eq_ignore_ascii_case("TavilySearch") || name == "MCP" {
+        } else if name.eq_ignore_ascii_case("TavilySearch") {
             Support::NotYet(format!("the {name} tool is not supported yet"))
         } else {
             Support::Unknown
