@@ -1,1 +1,150 @@
-//! agent_tools tests.
+//! An Agent calling this build's tools, driven by a mock script with native tool calls:
+//! Retrieval against a fake RAGFlow server, CodeExec running Python, ExeSQL on the
+//! PostgreSQL that `.ci/run` starts; the final answer streams and the retrieved chunks
+//! are in `message_end.reference`.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::peer::{FakeServer, Reply, Seen};
+use crate::util::{TIMEOUT, canvas, events, stderr, trace};
+
+/// A fake RAGFlow answering one chunk for dataset `handbook` (id `ds-1`).
+fn ragflow() -> FakeServer {
+    FakeServer::with(|req: &Seen, _| match req.path() {
+        "/api/v1/datasets" => Reply::json(200, json!({"code": 0, "data": [{"id": "ds-1", "name": "handbook"}]})),
+        "/api/v1/retrieval" => Reply::json(200, json!({"code": 0, "data": {"total": 1,
+            "chunks": [{"id": "ck-1", "content": "Refunds are paid within 14 days.",
+                "document_id": "doc-1", "document_keyword": "refunds.pdf", "dataset_id": "ds-1",
+                "similarity": 0.9}],
+            "doc_aggs": [{"doc_name": "refunds.pdf", "doc_id": "doc-1", "count": 1}]}})),
+        _ => Reply::json(404, json!({"code": 404, "message": "no route"})),
+    })
+}
+
+/// `postgres://user:password@host:port/db` → ExeSQL parameters.
+fn pg_params(url: &str) -> Value {
+    let rest = url.split("://").nth(1).expect("a postgres:// URL");
+    let (auth, hostdb) = rest.split_once('@').expect("user:password@ in the URL");
+    let (user, password) = auth.split_once(':').unwrap_or((auth, ""));
+    let (hostport, db) = hostdb.split_once('/').expect("/database in the URL");
+    let (host, port) = hostport.split_once(':').unwrap_or((hostport, "5432"));
+    json!({"db_type": "postgres", "host": host, "port": port.parse::<u16>().unwrap(),
+        "username": user, "password": password, "database": db})
+}
+
+/// The PostgreSQL of the test run, or `None` (with the reason printed) outside CI.
+fn postgres() -> Option<String> {
+    match std::env::var("CANVAS_TEST_PG") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CANVAS_TEST_PG is not set: .ci/run starts PostgreSQL and sets it")
+        }
+        _ => {
+            eprintln!("skipping: CANVAS_TEST_PG is not set (scripts/test-databases.sh start sets it)");
+            None
+        }
+    }
+}
+
+fn agent_canvas(tools: Value) -> Value {
+    json!({"components": {
+        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Agent:Analyst"], "upstream": []},
+        "Agent:Analyst": {"obj": {"component_name": "Agent", "params": {
+            "llm_id": "",
+            "sys_prompt": "You answer with the tools.",
+            "prompts": [{"role": "user", "content": "{sys.query}"}],
+            "max_rounds": 3,
+            "tools": tools,
+        }}, "downstream": ["Message:Out"], "upstream": ["begin"]},
+        "Message:Out": {"obj": {"component_name": "Message",
+            "params": {"content": ["{Agent:Analyst@content}"]}}, "downstream": [], "upstream": ["Agent:Analyst"]},
+    }})
+}
+
+fn write(dir: &Path, name: &str, v: &Value) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, v.to_string()).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+/// The text streamed by `message` events, think markers left out.
+fn streamed(evs: &[Value]) -> String {
+    evs.iter()
+        .filter(|e| e["event"] == "message")
+        .filter_map(|e| e["data"]["content"].as_str())
+        .collect()
+}
+
+#[test]
+fn an_agent_calls_retrieval_code_and_sql_in_one_run() {
+    let Some(pg) = postgres() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let server = ragflow();
+    let flow = write(dir.path(), "flow.json", &agent_canvas(json!([
+        {"component_name": "Retrieval", "name": "Retrieval", "params": {"kb_ids": ["handbook"], "retrieval_from": "dataset"}},
+        {"component_name": "CodeExec", "name": "CodeExec", "params": {"lang": "python"}},
+        {"component_name": "ExeSQL", "name": "ExeSQL", "params": pg_params(&pg)},
+    ])));
+    // Round 1 calls the three tools at once; round 2 answers from their results (the
+    // rule matches only once the tool results are in the conversation).
+    let mock = write(dir.path(), "mock.json", &json!({"rules": [
+        {"match": "(?s)Refunds are paid within 14 days.*\"result\": ?42.*\\| *answer *\\|", "on": "any",
+         "answer": "Refunds take 14 days, and the answer is 42."},
+        {"match": "refund", "tool_calls": [
+            {"name": "search_my_dateset_0", "arguments": {"query": "refund policy"}},
+            {"name": "execute_code_1", "arguments": {"lang": "python", "script": "def main():\n    return 6 * 7\n"}},
+            {"name": "execute_sql_2", "arguments": {"sql": "SELECT 41 + 1 AS answer"}},
+        ]},
+    ], "default": "the tools gave nothing useful"}));
+    let out = canvas()
+        .env("RAGFLOW_BASE_URL", server.url(""))
+        .env("RAGFLOW_API_KEY", "rf-key")
+        .args(["run", &flow, "-q", "what is our refund policy?", "--format", "jsonl",
+            "--allow-private-network", "--mock-llm", &mock])
+        .timeout(TIMEOUT)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let evs = events(&out.stdout);
+    assert_eq!(
+        streamed(&evs),
+        "Running the search_my_dateset_0 tool...Running the execute_code_1 tool...Running the execute_sql_2 tool...Refunds take 14 days, and the answer is 42.",
+        "{:?}",
+        trace(&evs)
+    );
+    assert!(server.seen().iter().any(|s| s.path() == "/api/v1/retrieval"));
+    let end = evs.iter().find(|e| e["event"] == "message_end").expect("message_end");
+    let chunks = end["data"]["reference"]["chunks"].as_object().expect("reference chunks");
+    let ck = chunks.values().next().unwrap();
+    assert_eq!(ck["id"], "ck-1");
+    assert_eq!(ck["content"], "Refunds are paid within 14 days.");
+    assert_eq!(ck["document_name"], "refunds.pdf");
+    let last = evs.last().unwrap();
+    assert_eq!(last["event"], "workflow_finished");
+    assert_eq!(last["data"]["outputs"]["content"], "Refunds take 14 days, and the answer is 42.");
+}
+
+#[test]
+fn a_tool_error_goes_back_to_the_model_as_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let flow = write(dir.path(), "flow.json", &agent_canvas(json!([
+        {"component_name": "Retrieval", "name": "Retrieval", "params": {"kb_ids": [], "retrieval_from": "dataset"}},
+    ])));
+    let mock = write(dir.path(), "mock.json", &json!({"rules": [
+        {"match": "No dataset is selected\\.", "on": "any", "answer": "I have no datasets to search."},
+        {"match": "refund", "tool_calls": [{"name": "search_my_dateset_0", "arguments": {"query": "refunds"}}]},
+    ]}));
+    let out = canvas()
+        .env_remove("RAGFLOW_BASE_URL")
+        .args(["run", &flow, "-q", "refund policy?", "--format", "jsonl", "--mock-llm", &mock])
+        .timeout(TIMEOUT)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let evs = events(&out.stdout);
+    assert!(streamed(&evs).ends_with("I have no datasets to search."), "{}", streamed(&evs));
+    let end = evs.iter().find(|e| e["event"] == "message_end").unwrap();
+    assert!(end["data"].get("reference").is_none());
+}
