@@ -53,7 +53,10 @@ impl ToolArgs {
             ragflow: ragflow(llm_config)?,
             ..ToolEnv::default()
         };
-        env.net.allow_private = self.allow_private_network || env_flag("CANVAS_ALLOW_PRIVATE");
+        // RAGFlow's own bypass variable is honoured too.
+        env.net.allow_private = self.allow_private_network
+            || env_flag("CANVAS_ALLOW_PRIVATE")
+            || env_flag("ALLOW_ANY_HOST");
         if let Some(path) = &self.mcp_config {
             env.mcp = McpConfig::load(path).map_err(|e| CliError::invalid(e.to_string()))?;
         }

@@ -18,7 +18,7 @@ use super::chat::prompts::sanitize_function_name;
 use crate::engine::refs::RefElement;
 use crate::engine::value::Object;
 use crate::engine::{BuildError, CResult, Component, ComponentError, NodeCx};
-use crate::tools::mcp::{McpServer, McpSession};
+use crate::tools::mcp::{McpConfig, McpError, McpServer, McpSession};
 use crate::tools::{Call, Tool};
 
 /// Build an Agent from its DSL parameters (its tools included, recursively).
@@ -280,7 +280,13 @@ const MCP_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10)
 impl Tools {
     /// The session with the MCP server an `mcp` entry names: the server given in the
     /// entry itself, else the one of `--mcp-config` with its `mcp_id`.
-    async fn mcp_session(&self, cx: &NodeCx<'_>, entry: &Value) -> CResult<Arc<McpSession>> {
+    /// A server missing from the configuration stops the run (the user must say where
+    /// it is); one that cannot be reached is the inner error.
+    async fn mcp_session(
+        &self,
+        cx: &NodeCx<'_>,
+        entry: &Value,
+    ) -> CResult<Result<Arc<McpSession>, McpError>> {
         let id = entry
             .get("mcp_id")
             .and_then(Value::as_str)
@@ -288,9 +294,9 @@ impl Tools {
             .to_string();
         let mut open = self.1.lock().await;
         if let Some((_, s)) = open.iter().find(|(k, _)| *k == id) {
-            return Ok(s.clone());
+            return Ok(Ok(s.clone()));
         }
-        let server: McpServer = match McpServer::from_entry(entry) {
+        let server: McpServer = match McpConfig::from_entry(entry) {
             Some(s) => s,
             None => cx.tools().mcp.server(&id).cloned().ok_or_else(|| {
                 ComponentError::Fatal(format!(
@@ -298,12 +304,20 @@ impl Tools {
                 ))
             })?,
         };
-        let session = McpSession::connect(&server, &cx.tools().net, &[])
-            .await
-            .map_err(|e| ComponentError::Fatal(e.to_string()))?;
-        let session = Arc::new(session);
+        let session = match McpSession::connect(&server, &cx.tools().net, &[]).await {
+            Ok(s) => Arc::new(s),
+            // What the user must fix stops the run with the way to fix it.
+            Err(
+                e @ (McpError::UnknownVariable { .. }
+                | McpError::BadHeader { .. }
+                | McpError::Blocked { .. }),
+            ) => {
+                return Err(ComponentError::Fatal(e.to_string()));
+            }
+            Err(e) => return Ok(Err(e)),
+        };
         open.push((id, session.clone()));
-        Ok(session)
+        Ok(Ok(session))
     }
 }
 
@@ -368,12 +382,14 @@ impl ToolBox for Tools {
             ToolKind::Component { tool, params, id } => {
                 call_component(cx, tool.as_ref(), params, id, args).await
             }
-            ToolKind::Mcp { entry, tool } => {
-                let session = self.mcp_session(cx, entry).await?;
-                Ok(session
+            ToolKind::Mcp { entry, tool } => match self.mcp_session(cx, entry).await? {
+                Ok(session) => Ok(session
                     .call_tool(tool, args.clone(), MCP_CALL_TIMEOUT)
-                    .await)
-            }
+                    .await),
+                // As RAGFlow: a server that cannot be reached answers each call with
+                // the failure's text.
+                Err(e) => Ok(e.call_error_text(tool)),
+            },
             ToolKind::NotYet { what } => Err(ComponentError::Fatal(format!(
                 "the model called {name} ({what}), which this build of canvas does not run yet"
             ))),

@@ -13,12 +13,18 @@ use crate::util::{TIMEOUT, canvas, events, stderr, trace};
 /// A fake RAGFlow answering one chunk for dataset `handbook` (id `ds-1`).
 fn ragflow() -> FakeServer {
     FakeServer::with(|req: &Seen, _| match req.path() {
-        "/api/v1/datasets" => Reply::json(200, json!({"code": 0, "data": [{"id": "ds-1", "name": "handbook"}]})),
-        "/api/v1/retrieval" => Reply::json(200, json!({"code": 0, "data": {"total": 1,
+        "/api/v1/datasets" => Reply::json(
+            200,
+            json!({"code": 0, "data": [{"id": "ds-1", "name": "handbook"}]}),
+        ),
+        "/api/v1/retrieval" => Reply::json(
+            200,
+            json!({"code": 0, "data": {"total": 1,
             "chunks": [{"id": "ck-1", "content": "Refunds are paid within 14 days.",
                 "document_id": "doc-1", "document_keyword": "refunds.pdf", "dataset_id": "ds-1",
                 "similarity": 0.9}],
-            "doc_aggs": [{"doc_name": "refunds.pdf", "doc_id": "doc-1", "count": 1}]}})),
+            "doc_aggs": [{"doc_name": "refunds.pdf", "doc_id": "doc-1", "count": 1}]}}),
+        ),
         _ => Reply::json(404, json!({"code": 404, "message": "no route"})),
     })
 }
@@ -42,7 +48,9 @@ fn postgres() -> Option<String> {
             panic!("CANVAS_TEST_PG is not set: .ci/run starts PostgreSQL and sets it")
         }
         _ => {
-            eprintln!("skipping: CANVAS_TEST_PG is not set (scripts/test-databases.sh start sets it)");
+            eprintln!(
+                "skipping: CANVAS_TEST_PG is not set (scripts/test-databases.sh start sets it)"
+            );
             None
         }
     }
@@ -82,14 +90,21 @@ fn an_agent_calls_retrieval_code_and_sql_in_one_run() {
     let Some(pg) = postgres() else { return };
     let dir = tempfile::tempdir().unwrap();
     let server = ragflow();
-    let flow = write(dir.path(), "flow.json", &agent_canvas(json!([
-        {"component_name": "Retrieval", "name": "Retrieval", "params": {"kb_ids": ["handbook"], "retrieval_from": "dataset"}},
-        {"component_name": "CodeExec", "name": "CodeExec", "params": {"lang": "python"}},
-        {"component_name": "ExeSQL", "name": "ExeSQL", "params": pg_params(&pg)},
-    ])));
+    let flow = write(
+        dir.path(),
+        "flow.json",
+        &agent_canvas(json!([
+            {"component_name": "Retrieval", "name": "Retrieval", "params": {"kb_ids": ["handbook"], "retrieval_from": "dataset"}},
+            {"component_name": "CodeExec", "name": "CodeExec", "params": {"lang": "python"}},
+            {"component_name": "ExeSQL", "name": "ExeSQL", "params": pg_params(&pg)},
+        ])),
+    );
     // Round 1 calls the three tools at once; round 2 answers from their results (the
     // rule matches only once the tool results are in the conversation).
-    let mock = write(dir.path(), "mock.json", &json!({"rules": [
+    let mock = write(
+        dir.path(),
+        "mock.json",
+        &json!({"rules": [
         {"match": "(?s)Refunds are paid within 14 days.*\"result\": ?42.*\\| *answer *\\|", "on": "any",
          "answer": "Refunds take 14 days, and the answer is 42."},
         {"match": "refund", "tool_calls": [
@@ -97,12 +112,22 @@ fn an_agent_calls_retrieval_code_and_sql_in_one_run() {
             {"name": "execute_code_1", "arguments": {"lang": "python", "script": "def main():\n    return 6 * 7\n"}},
             {"name": "execute_sql_2", "arguments": {"sql": "SELECT 41 + 1 AS answer"}},
         ]},
-    ], "default": "the tools gave nothing useful"}));
+    ], "default": "the tools gave nothing useful"}),
+    );
     let out = canvas()
         .env("RAGFLOW_BASE_URL", server.url(""))
         .env("RAGFLOW_API_KEY", "rf-key")
-        .args(["run", &flow, "-q", "what is our refund policy?", "--format", "jsonl",
-            "--allow-private-network", "--mock-llm", &mock])
+        .args([
+            "run",
+            &flow,
+            "-q",
+            "what is our refund policy?",
+            "--format",
+            "jsonl",
+            "--allow-private-network",
+            "--mock-llm",
+            &mock,
+        ])
         .timeout(TIMEOUT)
         .output()
         .unwrap();
@@ -114,37 +139,71 @@ fn an_agent_calls_retrieval_code_and_sql_in_one_run() {
         "{:?}",
         trace(&evs)
     );
-    assert!(server.seen().iter().any(|s| s.path() == "/api/v1/retrieval"));
-    let end = evs.iter().find(|e| e["event"] == "message_end").expect("message_end");
-    let chunks = end["data"]["reference"]["chunks"].as_object().expect("reference chunks");
+    assert!(
+        server
+            .seen()
+            .iter()
+            .any(|s| s.path() == "/api/v1/retrieval")
+    );
+    let end = evs
+        .iter()
+        .find(|e| e["event"] == "message_end")
+        .expect("message_end");
+    let chunks = end["data"]["reference"]["chunks"]
+        .as_object()
+        .expect("reference chunks");
     let ck = chunks.values().next().unwrap();
     assert_eq!(ck["id"], "ck-1");
     assert_eq!(ck["content"], "Refunds are paid within 14 days.");
     assert_eq!(ck["document_name"], "refunds.pdf");
     let last = evs.last().unwrap();
     assert_eq!(last["event"], "workflow_finished");
-    assert_eq!(last["data"]["outputs"]["content"], "Refunds take 14 days, and the answer is 42.");
+    assert_eq!(
+        last["data"]["outputs"]["content"],
+        "Refunds take 14 days, and the answer is 42."
+    );
 }
 
 #[test]
 fn a_tool_error_goes_back_to_the_model_as_text() {
     let dir = tempfile::tempdir().unwrap();
-    let flow = write(dir.path(), "flow.json", &agent_canvas(json!([
-        {"component_name": "Retrieval", "name": "Retrieval", "params": {"kb_ids": [], "retrieval_from": "dataset"}},
-    ])));
-    let mock = write(dir.path(), "mock.json", &json!({"rules": [
-        {"match": "No dataset is selected\\.", "on": "any", "answer": "I have no datasets to search."},
-        {"match": "refund", "tool_calls": [{"name": "search_my_dateset_0", "arguments": {"query": "refunds"}}]},
-    ]}));
+    let flow = write(
+        dir.path(),
+        "flow.json",
+        &agent_canvas(json!([
+            {"component_name": "Retrieval", "name": "Retrieval", "params": {"kb_ids": [], "retrieval_from": "dataset"}},
+        ])),
+    );
+    let mock = write(
+        dir.path(),
+        "mock.json",
+        &json!({"rules": [
+            {"match": "No dataset is selected\\.", "on": "any", "answer": "I have no datasets to search."},
+            {"match": "refund", "tool_calls": [{"name": "search_my_dateset_0", "arguments": {"query": "refunds"}}]},
+        ]}),
+    );
     let out = canvas()
         .env_remove("RAGFLOW_BASE_URL")
-        .args(["run", &flow, "-q", "refund policy?", "--format", "jsonl", "--mock-llm", &mock])
+        .args([
+            "run",
+            &flow,
+            "-q",
+            "refund policy?",
+            "--format",
+            "jsonl",
+            "--mock-llm",
+            &mock,
+        ])
         .timeout(TIMEOUT)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let evs = events(&out.stdout);
-    assert!(streamed(&evs).ends_with("I have no datasets to search."), "{}", streamed(&evs));
+    assert!(
+        streamed(&evs).ends_with("I have no datasets to search."),
+        "{}",
+        streamed(&evs)
+    );
     let end = evs.iter().find(|e| e["event"] == "message_end").unwrap();
     assert!(end["data"].get("reference").is_none());
 }

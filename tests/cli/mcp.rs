@@ -1,1 +1,149 @@
-//! mcp tests.
+//! MCP tools through the binary: an Agent's `mcp` entry names a server by id,
+//! `--mcp-config` says where it is (a local command over stdio, or a streamable HTTP
+//! server started by the test on 127.0.0.1), and the model's tool call reaches it.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::util::{TIMEOUT, canvas, events, stderr};
+
+fn fake_server() -> String {
+    format!(
+        "{}/tests/fixtures/mcp/fake_server.py",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn agent_canvas() -> Value {
+    json!({"components": {
+        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Agent:Calc"], "upstream": []},
+        "Agent:Calc": {"obj": {"component_name": "Agent", "params": {
+            "llm_id": "",
+            "sys_prompt": "You add with the tool.",
+            "prompts": [{"role": "user", "content": "{sys.query}"}],
+            "mcp": [{"mcp_id": "calc", "tools": {"add": {"name": "add", "description": "Add two numbers.",
+                "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}}}],
+        }}, "downstream": ["Message:Out"], "upstream": ["begin"]},
+        "Message:Out": {"obj": {"component_name": "Message",
+            "params": {"content": ["{Agent:Calc@content}"]}}, "downstream": [], "upstream": ["Agent:Calc"]},
+    }})
+}
+
+/// The model calls `add_0` (the MCP tool, indexed after no component tools), then
+/// answers with what the tool returned.
+fn mock() -> Value {
+    json!({"rules": [
+        {"match": "(?s)sum is: (\\d+)|\\b5\\b", "on": "any", "answer": "The tool says so."},
+        {"match": "add", "tool_calls": [{"name": "add_0", "arguments": {"a": 2, "b": 3}}]},
+    ], "default": "no"})
+}
+
+fn run(dir: &Path, config: &str, extra: &[&str]) -> std::process::Output {
+    std::fs::write(dir.join("flow.json"), agent_canvas().to_string()).unwrap();
+    std::fs::write(dir.join("mock.json"), mock().to_string()).unwrap();
+    std::fs::write(dir.join("mcp.yaml"), config).unwrap();
+    let mut c = canvas();
+    c.current_dir(dir)
+        .args([
+            "run",
+            "flow.json",
+            "-q",
+            "please add 2 and 3",
+            "--format",
+            "jsonl",
+            "--mock-llm",
+            "mock.json",
+            "--mcp-config",
+            "mcp.yaml",
+        ])
+        .args(extra)
+        .timeout(TIMEOUT);
+    c.output().unwrap()
+}
+
+fn answer(evs: &[Value]) -> String {
+    evs.iter()
+        .filter(|e| e["event"] == "message")
+        .filter_map(|e| e["data"]["content"].as_str())
+        .collect()
+}
+
+#[test]
+fn an_agent_calls_a_stdio_mcp_server_from_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "servers:\n  calc:\n    command: python3\n    args: [{:?}, stdio]\n",
+        fake_server()
+    );
+    let out = run(dir.path(), &config, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let evs = events(&out.stdout);
+    assert_eq!(answer(&evs), "Running the add_0 tool...The tool says so.");
+}
+
+/// A fake streamable-HTTP MCP server on 127.0.0.1; killed on drop.
+struct HttpServer(Child, u16);
+
+impl HttpServer {
+    fn start() -> HttpServer {
+        let mut child = Command::new("python3")
+            .args([fake_server().as_str(), "http"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 runs the fake MCP server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("a port, got {line:?}"));
+        HttpServer(child, port)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn an_http_mcp_server_on_loopback_needs_the_private_network_allowance() {
+    let server = HttpServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "servers:\n  calc:\n    url: http://127.0.0.1:{}/mcp\n    transport: streamable-http\n",
+        server.1
+    );
+    let refused = run(dir.path(), &config, &[]);
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    let err = stderr(&refused);
+    assert!(err.contains("--allow-private-network"), "{err}");
+    assert!(err.contains("calc"), "{err}");
+
+    let out = run(dir.path(), &config, &["--allow-private-network"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        answer(&events(&out.stdout)),
+        "Running the add_0 tool...The tool says so."
+    );
+}
+
+#[test]
+fn an_mcp_server_missing_from_the_config_says_how_to_add_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), "servers: {}\n", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("\"calc\"") && err.contains("--mcp-config"),
+        "{err}"
+    );
+}
