@@ -671,7 +671,9 @@ impl<'a> Turn<'a> {
             self.stream_message(node, em).await?;
         }
         let mut other_branch = false;
-        let err = lock(&self.shared.state).error_of(&id);
+        let err = lock(&self.shared.state)
+            .error_of(&id)
+            .filter(|e| !e.is_empty());
         if let Some(err) = err {
             let method = node
                 .params
@@ -740,7 +742,9 @@ impl<'a> Turn<'a> {
                 break;
             }
             let node = self.node(&first)?;
-            let err = lock(&self.shared.state).error_of(&first);
+            let err = lock(&self.shared.state)
+                .error_of(&first)
+                .filter(|e| !e.is_empty());
             if let (Some(err), None) = (err, &self.error) {
                 self.error = Some((first.clone(), err));
             }

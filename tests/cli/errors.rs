@@ -86,10 +86,10 @@ fn unknown_component() {
 
 #[test]
 fn unsupported_component_stops_the_run_cleanly() {
-    let text = r#"{"components": {"begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Retrieval:A"]},
-        "Retrieval:A": {"obj": {"component_name": "Retrieval", "params": {}}, "downstream": []}}}"#;
+    let text = r#"{"components": {"begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["DocGenerator:A"]},
+        "DocGenerator:A": {"obj": {"component_name": "DocGenerator", "params": {}}, "downstream": []}}}"#;
     let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("retrieval.json");
+    let f = dir.path().join("docs.json");
     std::fs::write(&f, text).unwrap();
     let out = canvas()
         .args(["run", "--format", "jsonl"])
@@ -98,10 +98,7 @@ fn unsupported_component_stops_the_run_cleanly() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
-    assert_one_line(
-        &err,
-        &["retrieval.json", "Retrieval:A", "not supported yet"],
-    );
+    assert_one_line(&err, &["docs.json", "DocGenerator:A", "not supported yet"]);
     // The events up to that point were emitted.
     let evs = crate::util::events(&out.stdout);
     assert_eq!(evs.last().unwrap()["event"], "node_started");

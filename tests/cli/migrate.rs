@@ -152,7 +152,8 @@ fn graph_only_fixtures_run_after_migration() {
         );
         assert!(err.contains("output_format \"html\""), "{err}");
     }
-    // dfx_picture_parser runs up to its CodeExec node, which this build cannot run yet.
+    // dfx_picture_parser runs its CodeExec node, whose script installs a package from
+    // the network: the sandbox has none, and the error says so.
     let (code, evs, err) = run(&go.join("dfx_picture_parser.json"), "x");
     assert_eq!(code, Some(1), "{err}");
     assert!(
@@ -160,7 +161,15 @@ fn graph_only_fixtures_run_after_migration() {
         "{:?}",
         trace(&evs)
     );
-    assert!(err.contains("CodeExec is not supported yet"), "{err}");
+    let code_exec = evs
+        .iter()
+        .find(|e| {
+            e["event"] == "node_finished" && e["data"]["component_id"] == "CodeExec:VioletMemesJoin"
+        })
+        .unwrap_or_else(|| panic!("{:?}", trace(&evs)));
+    let error = code_exec["data"]["error"].as_str().unwrap_or("");
+    assert!(!error.is_empty(), "{code_exec}");
+    assert!(err.contains("CodeExec:VioletMemesJoin"), "{err}");
 }
 
 const LEGACY: &str = r#"{
