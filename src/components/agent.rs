@@ -15,6 +15,7 @@ use super::chat::call::ToolBox;
 use super::chat::params::{LlmParams, Prompt};
 use super::chat::prepare;
 use super::chat::prompts::sanitize_function_name;
+use crate::engine::component::lock;
 use crate::engine::refs::RefElement;
 use crate::engine::value::Object;
 use crate::engine::{BuildError, CResult, Component, ComponentError, NodeCx};
@@ -68,11 +69,13 @@ struct ToolEntry {
     kind: ToolKind,
 }
 
-/// The tools of one Agent, and its open MCP sessions (by server id, opened on first
-/// use and kept for the process).
+/// The tools of one Agent, its open MCP sessions (by server id, opened on first use and
+/// kept for the process), and the files its tools produced, by calling component id,
+/// until the answer takes them.
 struct Tools(
     Vec<ToolEntry>,
     tokio::sync::Mutex<Vec<(String, Arc<McpSession>)>>,
+    std::sync::Mutex<Vec<(String, Value)>>,
 );
 
 impl Agent {
@@ -198,7 +201,11 @@ impl Agent {
         }
         Ok(Agent {
             params: llm,
-            tools: Arc::new(Tools(entries, tokio::sync::Mutex::new(Vec::new()))),
+            tools: Arc::new(Tools(
+                entries,
+                tokio::sync::Mutex::new(Vec::new()),
+                std::sync::Mutex::new(Vec::new()),
+            )),
             max_rounds,
             user_prompt: params
                 .get("user_prompt")
@@ -323,14 +330,15 @@ impl Tools {
 
 /// Call a component tool for the model (`llm-and-tools.md` §4.4): arguments the model
 /// left out come from the tool's parameters (resolved as a node would); a failure is
-/// the tool's `_ERROR` and its text is the result the model reads.
+/// the tool's `_ERROR` and its text is the result the model reads. Also returns the
+/// files the tool produced (`_ARTIFACTS`).
 async fn call_component(
     cx: &NodeCx<'_>,
     tool: &dyn Tool,
     params: &Object,
     name: &str,
     args: &Value,
-) -> CResult<String> {
+) -> CResult<(String, Vec<Value>)> {
     let mut kwargs = args.as_object().cloned().unwrap_or_default();
     for p in &tool.meta().parameters {
         if kwargs.contains_key(p.name) {
@@ -343,7 +351,11 @@ async fn call_component(
     }
     let call = Call::agent_tool(cx, params, format!("{}-->{name}", cx.id()));
     let res = tool.run(&call, &kwargs).await;
-    match res {
+    let artifacts = match call.output("_ARTIFACTS") {
+        Value::Array(a) => a,
+        _ => Vec::new(),
+    };
+    let text = match res {
         Ok(Some(Value::String(s))) => Ok(s),
         Ok(Some(v)) => Ok(v.to_string()),
         Ok(None) => {
@@ -362,13 +374,21 @@ async fn call_component(
             Ok(m)
         }
         Err(e) => Err(e),
-    }
+    }?;
+    Ok((text, artifacts))
 }
 
 #[async_trait]
 impl ToolBox for Tools {
     fn schemas(&self) -> Vec<Value> {
         self.0.iter().map(|t| t.schema.clone()).collect()
+    }
+
+    fn take_artifacts(&self, cx: &NodeCx<'_>) -> Vec<Value> {
+        let mut kept = lock(&self.2);
+        let (mine, others): (Vec<_>, Vec<_>) = kept.drain(..).partition(|(id, _)| id == cx.id());
+        *kept = others;
+        mine.into_iter().map(|(_, a)| a).collect()
     }
 
     async fn call(&self, cx: &NodeCx<'_>, name: &str, args: &Value) -> CResult<String> {
@@ -380,7 +400,10 @@ impl ToolBox for Tools {
         match &entry.kind {
             ToolKind::SubAgent(agent) => agent.answer_as_tool(cx, args).await,
             ToolKind::Component { tool, params, id } => {
-                call_component(cx, tool.as_ref(), params, id, args).await
+                let (text, artifacts) = call_component(cx, tool.as_ref(), params, id, args).await?;
+                let mut kept = lock(&self.2);
+                kept.extend(artifacts.into_iter().map(|a| (cx.id().to_string(), a)));
+                Ok(text)
             }
             ToolKind::Mcp { entry, tool } => match self.mcp_session(cx, entry).await? {
                 Ok(session) => Ok(session

@@ -208,3 +208,67 @@ fn a_tool_error_goes_back_to_the_model_as_text() {
     let end = evs.iter().find(|e| e["event"] == "message_end").unwrap();
     assert!(end["data"].get("reference").is_none());
 }
+
+#[test]
+fn files_a_code_tool_writes_are_linked_after_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let flow = write(
+        dir.path(),
+        "flow.json",
+        &agent_canvas(json!([
+            {"component_name": "CodeExec", "name": "CodeExec", "params": {"lang": "python"}},
+        ])),
+    );
+    let script = "import os\ndef main():\n    os.makedirs('artifacts', exist_ok=True)\n    open('artifacts/chart.svg', 'w').write('<svg xmlns=\\'http://www.w3.org/2000/svg\\'/>')\n    open('artifacts/data.csv', 'w').write('a,b\\n1,2\\n')\n    return {'files': 2}\n";
+    let mock = write(
+        dir.path(),
+        "mock.json",
+        &json!({"rules": [
+            {"match": "\"files\": ?2", "on": "any", "answer": "Here is the chart."},
+            {"match": "chart", "tool_calls": [{"name": "execute_code_0", "arguments": {"lang": "python", "script": script}}]},
+        ]}),
+    );
+    let out = canvas()
+        .args([
+            "run",
+            &flow,
+            "-q",
+            "draw a chart",
+            "--format",
+            "jsonl",
+            "--mock-llm",
+            &mock,
+            "--output-dir",
+            out_dir.to_str().unwrap(),
+        ])
+        .timeout(TIMEOUT)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = streamed(&events(&out.stdout));
+    let (answer, links) = text
+        .split_once("Here is the chart.")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        answer.starts_with("Running the execute_code_0 tool..."),
+        "{text}"
+    );
+    let lines: Vec<&str> = links
+        .strip_prefix("\n\n")
+        .unwrap_or_else(|| panic!("{links:?}"))
+        .lines()
+        .collect();
+    assert_eq!(lines.len(), 2, "{links:?}");
+    assert!(lines[0].starts_with("![chart.svg](file://"), "{links:?}");
+    assert!(
+        lines[1].starts_with("[Download data.csv](file://"),
+        "{links:?}"
+    );
+    // The links point at the files, kept under --output-dir.
+    let path = lines[1]
+        .trim_start_matches("[Download data.csv](file://")
+        .trim_end_matches(')');
+    assert_eq!(std::fs::read_to_string(path).unwrap(), "a,b\n1,2\n");
+    assert!(path.starts_with(out_dir.to_str().unwrap()), "{path}");
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::call::{AnswerStream, ToolBox, complete, converse, failure};
+use super::call::{AnswerStream, ToolBox, artifact_markdown, complete, converse, failure};
 use super::json_repair::{clean_structured_answer, parse_lenient};
 use super::params::{LlmParams, Prompt};
 use super::prepare::prepare;
@@ -88,7 +88,12 @@ pub async fn text(cx: &NodeCx<'_>, ask: &Ask<'_>) -> CResult<String> {
         &mut |_| {},
     )
     .await?;
-    Ok(strip_tool_call_blocks(&strip_think(&raw)))
+    let mut answer = strip_tool_call_blocks(&strip_think(&raw));
+    if let Some(tools) = &ask.tools {
+        let extra = artifact_markdown(&answer, &tools.take_artifacts(cx));
+        answer.push_str(&extra);
+    }
+    Ok(answer)
 }
 
 /// Leave the answer as a stream for the Message downstream: the messages are prepared

@@ -22,6 +22,47 @@ pub trait ToolBox: Send + Sync {
     /// Run the tool called `name`. `Failed` is fed back to the model as the result
     /// text (RAGFlow never fails an Agent for a tool error); `Fatal` fails the Agent.
     async fn call(&self, cx: &NodeCx<'_>, name: &str, args: &Value) -> CResult<String>;
+
+    /// The files (`_ARTIFACTS` entries: `name`, `url`, `mime_type`) the tools called for
+    /// component `cx` produced since the last call of this, taken away.
+    fn take_artifacts(&self, _cx: &NodeCx<'_>) -> Vec<Value> {
+        Vec::new()
+    }
+}
+
+/// The markdown RAGFlow appends to an Agent's answer for the files its tools produced
+/// (`llm-and-tools.md` §4.7): after a blank line, `![name](url)` for images and
+/// `[Download name](url)` for other files, leaving out links the answer already has.
+/// Empty when there is nothing to add.
+pub fn artifact_markdown(answer: &str, artifacts: &[Value]) -> String {
+    let mut lines = Vec::new();
+    for a in artifacts {
+        let (Some(name), Some(url)) = (
+            a.get("name").and_then(Value::as_str),
+            a.get("url").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        if url.is_empty() || answer.contains(url) {
+            continue;
+        }
+        let mime = a.get("mime_type").and_then(Value::as_str).unwrap_or("");
+        let lower = name.to_ascii_lowercase();
+        let image = mime.starts_with("image/")
+            || [".png", ".jpg", ".jpeg", ".svg", ".gif", ".webp"]
+                .iter()
+                .any(|e| lower.ends_with(e));
+        lines.push(if image {
+            format!("![{name}]({url})")
+        } else {
+            format!("[Download {name}]({url})")
+        });
+    }
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("\n\n{}", lines.join("\n"))
+    }
 }
 
 /// A model failure as the component's error text.
@@ -233,8 +274,19 @@ impl ModelStream for AnswerStream {
         };
         let tail = splitter.finish();
         forward(tail, &mut content);
+        let artifacts = self
+            .tools
+            .as_ref()
+            .map(|t| t.take_artifacts(cx))
+            .unwrap_or_default();
         match res {
-            Ok(_) => cx.set_output("content", json!(content)),
+            Ok(_) => {
+                let extra = artifact_markdown(&content, &artifacts);
+                if !extra.is_empty() {
+                    forward(vec![Piece::Text(extra)], &mut content);
+                }
+                cx.set_output("content", json!(content));
+            }
             Err(e) => match self.comment_default {
                 Some(d) => {
                     let text = crate::engine::template::plain_text(&d);
@@ -248,5 +300,25 @@ impl ModelStream for AnswerStream {
             },
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod artifact_tests {
+    use super::*;
+
+    #[test]
+    fn artifacts_become_images_and_download_links_once() {
+        let arts = [
+            json!({"name": "chart.png", "url": "file:///o/chart.png", "mime_type": "image/png"}),
+            json!({"name": "data.csv", "url": "file:///o/data.csv", "mime_type": "text/csv"}),
+            json!({"name": "seen.pdf", "url": "file:///o/seen.pdf"}),
+            json!({"name": "no-url"}),
+        ];
+        assert_eq!(
+            artifact_markdown("see file:///o/seen.pdf", &arts),
+            "\n\n![chart.png](file:///o/chart.png)\n[Download data.csv](file:///o/data.csv)"
+        );
+        assert_eq!(artifact_markdown("x", &[]), "");
     }
 }
