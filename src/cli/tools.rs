@@ -51,6 +51,7 @@ impl ToolArgs {
             artifacts_dir: self.output_dir.clone(),
             sandbox: SandboxConfig::from_env(),
             ragflow: ragflow(llm_config)?,
+            vars: std::env::vars().collect(),
             ..ToolEnv::default()
         };
         // RAGFlow's own bypass variable is honoured too.

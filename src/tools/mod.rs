@@ -47,6 +47,28 @@ pub struct ToolEnv {
     /// Where files a tool produces (CodeExec artifacts) are kept; `None`: a
     /// temporary directory per run.
     pub artifacts_dir: Option<PathBuf>,
+    /// The process environment as the CLI read it at start (API keys, base URL
+    /// overrides), so tools read values, not global state.
+    pub vars: std::collections::BTreeMap<String, String>,
+}
+
+impl ToolEnv {
+    /// A non-empty environment variable.
+    pub fn var(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.trim().is_empty())
+    }
+
+    /// A tool's API base URL: the override variable `var` when set (tests, self-hosted
+    /// mirrors), else `default`; without a trailing slash.
+    pub fn base_url(&self, var: &str, default: &str) -> String {
+        self.var(var)
+            .unwrap_or(default)
+            .trim_end_matches('/')
+            .to_string()
+    }
 }
 
 /// One RAGFlow tool.
@@ -60,6 +82,12 @@ pub trait Tool: Send + Sync {
 
     /// Output names declared by default.
     fn default_outputs(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Environment variables the tool reads (API keys, base URL overrides), for
+    /// `canvas components`.
+    fn env_vars(&self) -> &'static [&'static str] {
         &[]
     }
 

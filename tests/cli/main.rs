@@ -24,3 +24,6 @@ mod stop;
 mod terminal;
 mod util;
 mod validate;
+mod web_pages;
+mod web_search;
+mod web_services;
