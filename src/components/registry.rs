@@ -68,7 +68,7 @@ pub const UNSUPPORTED: &[(&str, Kind, &str)] = &[
     (
         "Browser",
         Kind::Generic,
-        "Browser is not supported in this build",
+        "Browser (a headless web browser) is not supported",
     ),
     (
         "TavilySearch",

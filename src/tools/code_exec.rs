@@ -137,6 +137,17 @@ impl Tool for CodeExec {
         &self.meta
     }
 
+    fn env_vars(&self) -> &'static [&'static str] {
+        &[
+            "SANDBOX_EXECUTOR_MANAGER_URL",
+            "CANVAS_SANDBOX_TIMEOUT",
+            "CANVAS_SANDBOX_MEMORY_MB",
+            "CANVAS_SANDBOX_PYTHON",
+            "CANVAS_SANDBOX_NODE",
+            "CANVAS_SANDBOX_ALLOW_NETWORK",
+        ]
+    }
+
     fn default_outputs(&self) -> &'static [&'static str] {
         &["result", "attachments"]
     }

@@ -92,6 +92,10 @@ impl Tool for Retrieval {
         &self.meta
     }
 
+    fn env_vars(&self) -> &'static [&'static str] {
+        &["RAGFLOW_BASE_URL", "RAGFLOW_API_KEY"]
+    }
+
     fn thoughts(&self, args: &Object) -> String {
         let query = args
             .get("query")

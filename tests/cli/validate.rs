@@ -255,3 +255,69 @@ fn components_lists_what_this_build_runs() {
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.starts_with("Runs in this build:\n  Begin\n"), "{text}");
 }
+
+/// Every tool of RAGFlow's Agent tool menu (`llm-and-tools.md` §7.2) is listed; the ones
+/// this build runs come with their function schema, parameters and environment.
+#[test]
+fn components_lists_ragflows_agent_tool_menu() {
+    let out = canvas()
+        .args(["components", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let menu = [
+        "TavilySearch",
+        "TavilyExtract",
+        "QueritContents",
+        "QueritSearch",
+        "Google",
+        "DuckDuckGo",
+        "Wikipedia",
+        "SearXNG",
+        "KeenableSearch",
+        "YahooFinance",
+        "PubMed",
+        "BGPT",
+        "GoogleScholar",
+        "ArXiv",
+        "WenCai",
+        "Email",
+        "GitHub",
+        "ExeSQL",
+        "CodeExec",
+        "Retrieval",
+    ];
+    for name in menu {
+        let e = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is not listed"));
+        if e["status"] == "runs" {
+            let f = &e["tool"]["function"];
+            assert!(
+                f["name"].as_str().is_some_and(|n| !n.is_empty()),
+                "{name}: {e}"
+            );
+            assert_eq!(f["parameters"]["type"], "object", "{name}: {e}");
+            assert!(e["tool"]["parameters"].is_array(), "{name}: {e}");
+            assert!(e["tool"]["env"].is_array(), "{name}: {e}");
+        } else {
+            assert_eq!(e["status"], "not_yet", "{name}: {e}");
+        }
+    }
+    let retrieval = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "Retrieval")
+        .unwrap();
+    assert_eq!(retrieval["tool"]["function"]["name"], "search_my_dateset");
+    assert_eq!(retrieval["tool"]["parameters"][0]["name"], "query");
+    assert_eq!(
+        retrieval["tool"]["env"],
+        serde_json::json!(["RAGFLOW_BASE_URL", "RAGFLOW_API_KEY"])
+    );
+}
