@@ -8,6 +8,7 @@ mod catalog;
 mod categorize;
 pub mod chat;
 mod data_operations;
+mod excel_processor;
 mod exit_loop;
 mod form;
 mod invoke;

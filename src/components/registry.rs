@@ -6,9 +6,9 @@ use crate::engine::{self, BuildError, Component, Kind};
 
 use super::unsupported::Unsupported;
 use super::{
-    agent, begin, categorize, data_operations, exit_loop, invoke, iteration, iteration_item,
-    list_operations, llm, loop_, loop_item, message, string_transform, switch, user_fill_up,
-    variable_aggregator, variable_assigner,
+    agent, begin, categorize, data_operations, excel_processor, exit_loop, invoke, iteration,
+    iteration_item, list_operations, llm, loop_, loop_item, message, string_transform, switch,
+    user_fill_up, variable_aggregator, variable_assigner,
 };
 use crate::tools::node::ToolNode;
 use crate::tools::{ToolBuilder, code_exec, exe_sql, retrieval};
@@ -37,6 +37,7 @@ pub const SUPPORTED: &[(&str, Builder)] = &[
     ("Agent", agent::build),
     ("Categorize", categorize::build),
     ("Invoke", invoke::build),
+    ("ExcelProcessor", excel_processor::build),
     ("Retrieval", |p| ToolNode::build(retrieval::build, p)),
     ("CodeExec", |p| ToolNode::build(code_exec::build, p)),
     ("ExeSQL", |p| ToolNode::build(exe_sql::build, p)),
@@ -59,11 +60,6 @@ pub const UNSUPPORTED: &[(&str, Kind, &str)] = &[
         "DocGenerator",
         Kind::Generic,
         "DocGenerator is not supported yet",
-    ),
-    (
-        "ExcelProcessor",
-        Kind::Generic,
-        "ExcelProcessor is not supported yet",
     ),
     (
         "Browser",

@@ -8,6 +8,7 @@ mod concurrency;
 mod conformance;
 mod crash;
 mod errors;
+mod excel;
 mod exe_sql;
 mod fixtures;
 mod graph;

@@ -234,10 +234,24 @@ fn object_cell(c: &Cell) -> TCell {
     }
 }
 
+/// How tabulate formats float columns (`floatfmt`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloatFmt {
+    /// `".6f"` (ExeSQL).
+    F6,
+    /// `"g"`, tabulate's default (pandas `to_markdown()` without `floatfmt`).
+    G,
+}
+
 /// The `formalized_content` entry of one result set.
 pub fn markdown(rs: &ResultSet) -> String {
+    markdown_with(rs, FloatFmt::F6)
+}
+
+/// `df.to_markdown(index=False, floatfmt=...)` of a frame.
+pub fn markdown_with(rs: &ResultSet, ff: FloatFmt) -> String {
     let cols = columns(rs);
-    pipe_table(&rs.columns, &table_cells(&cols))
+    pipe_table(&rs.columns, &table_cells(&cols), ff)
 }
 
 // ---- tabulate 0.9 ("pipe", numalign "decimal", stralign "left", missingval "") ----
@@ -356,8 +370,44 @@ fn fmt_f6(f: f64) -> String {
     }
 }
 
+/// Python `format(x, "g")`: 6 significant digits, trailing zeros dropped, scientific
+/// notation below 1e-4 and from 1e6.
+pub fn fmt_g(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    // The exponent after rounding to 6 significant digits.
+    let sci = format!("{f:.5e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if (-4..6).contains(&exp) {
+        let decimals = (5 - exp).max(0) as usize;
+        trim(&format!("{f:.decimals$}"))
+    } else {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
+    }
+}
+
 /// tabulate's `_format`.
-fn format_cell(c: &TCell, coltype: u8) -> String {
+fn format_cell(c: &TCell, coltype: u8, ff: FloatFmt) -> String {
     if *c == TCell::None {
         return String::new();
     }
@@ -371,7 +421,10 @@ fn format_cell(c: &TCell, coltype: u8) -> String {
                 TCell::Str(s) => parse_py_float(s).unwrap_or(f64::NAN),
                 TCell::Obj(_) | TCell::None => f64::NAN,
             };
-            fmt_f6(f)
+            match ff {
+                FloatFmt::F6 => fmt_f6(f),
+                FloatFmt::G => fmt_g(f),
+            }
         }
         _ => cell_str(c),
     }
@@ -568,7 +621,7 @@ fn push_row(lines: &mut Vec<String>, cells: &[String], widths: &[i64], multiline
 }
 
 /// `tabulate(rows, headers, tablefmt="pipe", floatfmt=".6f")`, rows given by column.
-fn pipe_table(headers: &[String], cols: &[Vec<TCell>]) -> String {
+fn pipe_table(headers: &[String], cols: &[Vec<TCell>], ff: FloatFmt) -> String {
     if headers.is_empty() {
         return String::new();
     }
@@ -590,7 +643,7 @@ fn pipe_table(headers: &[String], cols: &[Vec<TCell>]) -> String {
     for (j, col) in cols.iter().enumerate() {
         let h = headers.get(j).map(String::as_str).unwrap_or("");
         let minw = width_of(h, multiline) + 2;
-        let strings = col.iter().map(|c| format_cell(c, types[j])).collect();
+        let strings = col.iter().map(|c| format_cell(c, types[j], ff)).collect();
         let a = align_column(strings, decimal[j], minw, multiline);
         let w = a
             .iter()
@@ -628,6 +681,30 @@ fn pipe_table(headers: &[String], cols: &[Vec<TCell>]) -> String {
         push_row(&mut lines, &row, &widths, multiline);
     }
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod fmt_g_tests {
+    use super::fmt_g;
+
+    #[test]
+    fn general_format_matches_python() {
+        // Values from Python's format(x, "g").
+        for (x, want) in [
+            (1.5, "1.5"),
+            (2.0, "2"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (123456.0, "123456"),
+            (1234567.0, "1.23457e+06"),
+            (3.14159265, "3.14159"),
+            (-2.5e-7, "-2.5e-07"),
+            (100000.4, "100000"),
+            (999999.5, "1e+06"),
+        ] {
+            assert_eq!(fmt_g(x), want, "{x}");
+        }
+    }
 }
 
 #[cfg(test)]
