@@ -11,7 +11,7 @@ mod data_operations;
 mod excel_processor;
 mod exit_loop;
 mod form;
-mod invoke;
+pub(crate) mod invoke;
 mod iteration;
 mod iteration_item;
 mod list_operations;

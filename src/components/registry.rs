@@ -11,7 +11,10 @@ use super::{
     user_fill_up, variable_aggregator, variable_assigner,
 };
 use crate::tools::node::ToolNode;
-use crate::tools::{ToolBuilder, code_exec, exe_sql, retrieval};
+use crate::tools::{
+    ToolBuilder, arxiv, code_exec, crawler, duckduckgo, exe_sql, google_scholar, pubmed, retrieval,
+    wikipedia,
+};
 
 type Builder = fn(&Object) -> Result<Box<dyn Component>, BuildError>;
 
@@ -41,6 +44,14 @@ pub const SUPPORTED: &[(&str, Builder)] = &[
     ("Retrieval", |p| ToolNode::build(retrieval::build, p)),
     ("CodeExec", |p| ToolNode::build(code_exec::build, p)),
     ("ExeSQL", |p| ToolNode::build(exe_sql::build, p)),
+    ("Wikipedia", |p| ToolNode::build(wikipedia::build, p)),
+    ("ArXiv", |p| ToolNode::build(arxiv::build, p)),
+    ("PubMed", |p| ToolNode::build(pubmed::build, p)),
+    ("DuckDuckGo", |p| ToolNode::build(duckduckgo::build, p)),
+    ("GoogleScholar", |p| {
+        ToolNode::build(google_scholar::build, p)
+    }),
+    ("Crawler", |p| ToolNode::build(crawler::build, p)),
 ];
 
 /// Tools an Agent can call, by DSL class name (RAGFlow's aliases of Retrieval included).
@@ -51,6 +62,12 @@ pub const TOOLS: &[(&str, ToolBuilder)] = &[
     ("search_my_dateset", retrieval::build),
     ("CodeExec", code_exec::build),
     ("ExeSQL", exe_sql::build),
+    ("Wikipedia", wikipedia::build),
+    ("ArXiv", arxiv::build),
+    ("PubMed", pubmed::build),
+    ("DuckDuckGo", duckduckgo::build),
+    ("GoogleScholar", google_scholar::build),
+    ("Crawler", crawler::build),
 ];
 
 /// RAGFlow components this build recognises but cannot run yet: (name, routing kind,
@@ -77,26 +94,6 @@ pub const UNSUPPORTED: &[(&str, Kind, &str)] = &[
         "the TavilyExtract tool is not supported yet",
     ),
     (
-        "DuckDuckGo",
-        Kind::Generic,
-        "the DuckDuckGo tool is not supported yet",
-    ),
-    (
-        "Wikipedia",
-        Kind::Generic,
-        "the Wikipedia tool is not supported yet",
-    ),
-    (
-        "ArXiv",
-        Kind::Generic,
-        "the ArXiv tool is not supported yet",
-    ),
-    (
-        "PubMed",
-        Kind::Generic,
-        "the PubMed tool is not supported yet",
-    ),
-    (
         "GitHub",
         Kind::Generic,
         "the GitHub tool is not supported yet",
@@ -107,19 +104,9 @@ pub const UNSUPPORTED: &[(&str, Kind, &str)] = &[
         "the Google tool is not supported yet",
     ),
     (
-        "GoogleScholar",
-        Kind::Generic,
-        "the GoogleScholar tool is not supported yet",
-    ),
-    (
         "SearXNG",
         Kind::Generic,
         "the SearXNG tool is not supported yet",
-    ),
-    (
-        "Crawler",
-        Kind::Generic,
-        "the Crawler tool is not supported yet",
     ),
     (
         "Email",

@@ -8,16 +8,24 @@
 //! guard every outgoing call a canvas controls goes through), `sandbox` (where CodeExec
 //! runs code), `sql` (ExeSQL's database drivers), `mcp` (MCP servers' tools).
 
+pub mod arxiv;
 pub mod code_exec;
+pub mod crawler;
+pub mod duckduckgo;
 pub mod exe_sql;
+pub mod google_scholar;
 pub mod mcp;
 pub mod meta;
 pub mod net;
 pub mod node;
+pub mod pubmed;
 pub mod reference;
 pub mod retrieval;
 pub mod sandbox;
 pub mod sql;
+pub mod web;
+pub mod wikipedia;
+pub mod xml;
 
 use std::path::PathBuf;
 use std::sync::Mutex;
