@@ -55,10 +55,17 @@ struct ToolInfo {
 
 /// Parameters that pass a tool's load-time check, for describing it (the others load
 /// with none).
-const SAMPLE_PARAMS: &[(&str, &str)] = &[(
-    "ExeSQL",
-    r#"{"db_type": "sqlite", "database": "example.db"}"#,
-)];
+const SAMPLE_PARAMS: &[(&str, &str)] = &[
+    (
+        "ExeSQL",
+        r#"{"db_type": "sqlite", "database": "example.db"}"#,
+    ),
+    ("QueritContents", r#"{"urls": ["https://example.com"]}"#),
+    (
+        "Email",
+        r#"{"smtp_server": "smtp.example.com", "email": "me@example.com", "password": "secret", "sender_name": "Me"}"#,
+    ),
+];
 
 /// Describe a tool class, built with sample parameters.
 fn tool_info(name: &str) -> Option<ToolInfo> {

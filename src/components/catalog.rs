@@ -121,7 +121,8 @@ mod tests {
         assert_eq!(c.component("TokenChunker"), Support::Ingestion);
         assert_eq!(c.component("Nope"), Support::Unknown);
         assert_eq!(c.tool("Agent"), Support::Runs);
-        assert!(matches!(c.tool("TavilySearch"), Support::NotYet(_)));
+        assert_eq!(c.tool("TavilySearch"), Support::Runs);
+        assert!(matches!(c.tool("YahooFinance"), Support::NotYet(_)));
         assert_eq!(c.tool("MCP"), Support::Runs);
         assert_eq!(c.tool("Retrieval"), Support::Runs);
         assert_eq!(c.tool("search_my_dateset"), Support::Runs);

@@ -12,8 +12,9 @@ use super::{
 };
 use crate::tools::node::ToolNode;
 use crate::tools::{
-    ToolBuilder, arxiv, code_exec, crawler, duckduckgo, exe_sql, google_scholar, pubmed, retrieval,
-    wikipedia,
+    ToolBuilder, akshare, arxiv, bgpt, code_exec, crawler, deepl, duckduckgo, email, exe_sql,
+    github, google, google_scholar, keenable, pubmed, querit_contents, querit_search, qweather,
+    retrieval, searxng, tavily_extract, tavily_search, wencai, wikipedia,
 };
 
 type Builder = fn(&Object) -> Result<Box<dyn Component>, BuildError>;
@@ -52,6 +53,24 @@ pub const SUPPORTED: &[(&str, Builder)] = &[
         ToolNode::build(google_scholar::build, p)
     }),
     ("Crawler", |p| ToolNode::build(crawler::build, p)),
+    ("DeepL", |p| ToolNode::build(deepl::build, p)),
+    ("QWeather", |p| ToolNode::build(qweather::build, p)),
+    ("WenCai", |p| ToolNode::build(wencai::build, p)),
+    ("AkShare", |p| ToolNode::build(akshare::build, p)),
+    ("Email", |p| ToolNode::build(email::build, p)),
+    ("TavilySearch", |p| ToolNode::build(tavily_search::build, p)),
+    ("TavilyExtract", |p| {
+        ToolNode::build(tavily_extract::build, p)
+    }),
+    ("GitHub", |p| ToolNode::build(github::build, p)),
+    ("Google", |p| ToolNode::build(google::build, p)),
+    ("SearXNG", |p| ToolNode::build(searxng::build, p)),
+    ("KeenableSearch", |p| ToolNode::build(keenable::build, p)),
+    ("QueritSearch", |p| ToolNode::build(querit_search::build, p)),
+    ("QueritContents", |p| {
+        ToolNode::build(querit_contents::build, p)
+    }),
+    ("BGPT", |p| ToolNode::build(bgpt::build, p)),
 ];
 
 /// Tools an Agent can call, by DSL class name (RAGFlow's aliases of Retrieval included).
@@ -68,6 +87,20 @@ pub const TOOLS: &[(&str, ToolBuilder)] = &[
     ("DuckDuckGo", duckduckgo::build),
     ("GoogleScholar", google_scholar::build),
     ("Crawler", crawler::build),
+    ("DeepL", deepl::build),
+    ("QWeather", qweather::build),
+    ("WenCai", wencai::build),
+    ("AkShare", akshare::build),
+    ("Email", email::build),
+    ("TavilySearch", tavily_search::build),
+    ("TavilyExtract", tavily_extract::build),
+    ("GitHub", github::build),
+    ("Google", google::build),
+    ("SearXNG", searxng::build),
+    ("KeenableSearch", keenable::build),
+    ("QueritSearch", querit_search::build),
+    ("QueritContents", querit_contents::build),
+    ("BGPT", bgpt::build),
 ];
 
 /// RAGFlow components this build recognises but cannot run yet: (name, routing kind,
@@ -84,76 +117,10 @@ pub const UNSUPPORTED: &[(&str, Kind, &str)] = &[
         "Browser (a headless web browser) is not supported",
     ),
     (
-        "TavilySearch",
-        Kind::Generic,
-        "the TavilySearch tool is not supported yet",
-    ),
-    (
-        "TavilyExtract",
-        Kind::Generic,
-        "the TavilyExtract tool is not supported yet",
-    ),
-    (
-        "GitHub",
-        Kind::Generic,
-        "the GitHub tool is not supported yet",
-    ),
-    (
-        "Google",
-        Kind::Generic,
-        "the Google tool is not supported yet",
-    ),
-    (
-        "SearXNG",
-        Kind::Generic,
-        "the SearXNG tool is not supported yet",
-    ),
-    (
-        "Email",
-        Kind::Generic,
-        "the Email tool is not supported yet",
-    ),
-    (
-        "DeepL",
-        Kind::Generic,
-        "the DeepL tool is not supported yet",
-    ),
-    (
-        "QWeather",
-        Kind::Generic,
-        "the QWeather tool is not supported yet",
-    ),
-    (
-        "AkShare",
-        Kind::Generic,
-        "the AkShare tool is not supported yet",
-    ),
-    (
         "YahooFinance",
         Kind::Generic,
         "the YahooFinance tool is not supported yet",
     ),
-    (
-        "WenCai",
-        Kind::Generic,
-        "the WenCai tool is not supported yet",
-    ),
-    (
-        "KeenableSearch",
-        Kind::Generic,
-        "the KeenableSearch tool is not supported yet",
-    ),
-    (
-        "QueritSearch",
-        Kind::Generic,
-        "the QueritSearch tool is not supported yet",
-    ),
-    (
-        "QueritContents",
-        Kind::Generic,
-        "the QueritContents tool is not supported yet",
-    ),
-    ("BGPT", Kind::Generic, "the BGPT tool is not supported yet"),
 ];
 
 /// Legacy classes RAGFlow itself can no longer run: (name, why). (Renamed legacy classes,

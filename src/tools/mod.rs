@@ -8,22 +8,36 @@
 //! guard every outgoing call a canvas controls goes through), `sandbox` (where CodeExec
 //! runs code), `sql` (ExeSQL's database drivers), `mcp` (MCP servers' tools).
 
+pub mod akshare;
 pub mod arxiv;
+pub mod bgpt;
 pub mod code_exec;
 pub mod crawler;
+pub mod deepl;
 pub mod duckduckgo;
+pub mod email;
 pub mod exe_sql;
+pub mod github;
+pub mod google;
 pub mod google_scholar;
+pub mod keenable;
 pub mod mcp;
 pub mod meta;
 pub mod net;
 pub mod node;
 pub mod pubmed;
+pub mod querit_contents;
+pub mod querit_search;
+pub mod qweather;
 pub mod reference;
 pub mod retrieval;
 pub mod sandbox;
+pub mod searxng;
 pub mod sql;
+pub mod tavily_extract;
+pub mod tavily_search;
 pub mod web;
+pub mod wencai;
 pub mod wikipedia;
 pub mod xml;
 
@@ -234,7 +248,7 @@ where
     Fut: std::future::Future<Output = Result<T, String>>,
 {
     let retries = call.param_f64("max_retries", 0.0).max(0.0) as u32;
-    let delay = call.param_f64("delay_after_error", 1.0).clamp(0.0, 3600.0);
+    let delay = call.param_f64("delay_after_error", 2.0).clamp(0.0, 3600.0);
     let mut last = String::new();
     for attempt in 0..=retries {
         match f().await {
