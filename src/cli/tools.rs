@@ -25,7 +25,8 @@ pub struct ToolArgs {
     /// Let ExeSQL run INSERT, UPDATE and DELETE statements (refused by default, as RAGFlow).
     #[arg(long)]
     pub allow_sql_writes: bool,
-    /// Where files tools produce (CodeExec artifacts) are written [default: beside the store].
+    /// Where files are written: DocGenerator documents and ExcelProcessor workbooks
+    /// [default: the current directory], CodeExec artifacts [default: a temporary directory].
     #[arg(long, value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
 }

@@ -83,6 +83,9 @@ impl lint::Catalog for Catalog {
             "invoke" => &["result"],
             "retrieval" => &["formalized_content", "json"],
             "exesql" => &["formalized_content", "json"],
+            "docgenerator" | "docsgenerator" => {
+                &["download", "doc_id", "filename", "mime_type", "size"]
+            }
             // Group names and tool outputs are set at run time.
             _ => return None,
         };
@@ -114,9 +117,8 @@ mod tests {
         let c = Catalog;
         assert_eq!(c.component("message"), Support::Runs);
         assert_eq!(c.component("CodeExec"), Support::Runs);
-        assert!(
-            matches!(c.component("DocGenerator"), Support::NotYet(w) if w.contains("DocGenerator"))
-        );
+        assert_eq!(c.component("DocGenerator"), Support::Runs);
+        assert!(matches!(c.component("Browser"), Support::NotYet(w) if w.contains("Browser")));
         assert!(matches!(c.component("TuShare"), Support::Dead(_)));
         assert_eq!(c.component("TokenChunker"), Support::Ingestion);
         assert_eq!(c.component("Nope"), Support::Unknown);

@@ -88,19 +88,17 @@ pub fn stringify(v: &Value, downloads: &mut Vec<Value>) -> String {
             _ => None,
         };
         if let Some(infos) = infos {
-            let mut inline = Vec::new();
-            for i in infos {
-                downloads.push(i.clone());
-                if i.get("include_download_info_in_content")
-                    .and_then(Value::as_bool)
-                    == Some(true)
-                {
-                    let mut o = i.as_object().cloned().unwrap_or_default();
-                    o.remove("include_download_info_in_content");
-                    inline.push(py_json(&Value::Object(o)));
-                }
-            }
-            return inline.join("\n");
+            let inline = infos.iter().any(|i| {
+                i.get("include_download_info_in_content")
+                    .is_some_and(crate::engine::value::truthy)
+            });
+            downloads.extend(infos.into_iter().map(without_flag));
+            // RAGFlow inlines the whole value (minus the flags) when any info asks.
+            return if inline {
+                py_json(&without_flag(c))
+            } else {
+                String::new()
+            };
         }
     }
     match v {
@@ -114,6 +112,20 @@ pub fn stringify(v: &Value, downloads: &mut Vec<Value>) -> String {
 fn stream_source(cx: &NodeCx<'_>, exp: &str) -> Option<String> {
     let (cpn, var) = crate::engine::refs::strip_ref(exp).split_once('@')?;
     (var == "content" && cx.has_stream(cpn)).then(|| cpn.to_string())
+}
+
+/// A download info (or a list of them) without `include_download_info_in_content`
+/// (RAGFlow's `_normalize_download_info`).
+fn without_flag(v: &Value) -> Value {
+    match v {
+        Value::Array(a) => Value::Array(a.iter().map(without_flag).collect()),
+        Value::Object(o) => {
+            let mut o = o.clone();
+            o.remove("include_download_info_in_content");
+            Value::Object(o)
+        }
+        other => other.clone(),
+    }
 }
 
 fn is_download(v: &Value) -> bool {
@@ -283,6 +295,19 @@ mod tests {
         assert_eq!(stringify(&info, &mut d), "");
         assert_eq!(d, vec![info.clone()]);
         assert_eq!(stringify(&json!(info.to_string()), &mut d), "");
+        // The flag inlines the info and never reaches `downloads`.
+        let mut d = Vec::new();
+        let flagged = json!([info.clone(), {"doc_id": "2", "filename": "b.txt",
+            "mime_type": "text/plain", "include_download_info_in_content": true}]);
+        let inlined = stringify(&json!(flagged.to_string()), &mut d);
+        let back: Value = serde_json::from_str(&inlined).unwrap();
+        assert_eq!(
+            back[1],
+            json!({"doc_id": "2", "filename": "b.txt", "mime_type": "text/plain"})
+        );
+        assert_eq!(back[0], info);
+        assert_eq!(d.len(), 2);
+        assert!(d[1].get("include_download_info_in_content").is_none());
         assert_eq!(stringify(&json!([1, "x"]), &mut d), "[1, \"x\"]");
         assert_eq!(stringify(&Value::Null, &mut d), "");
     }

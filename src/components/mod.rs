@@ -8,6 +8,7 @@ mod catalog;
 mod categorize;
 pub mod chat;
 mod data_operations;
+mod doc_generator;
 mod excel_processor;
 mod exit_loop;
 mod form;

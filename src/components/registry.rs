@@ -6,9 +6,9 @@ use crate::engine::{self, BuildError, Component, Kind};
 
 use super::unsupported::Unsupported;
 use super::{
-    agent, begin, categorize, data_operations, excel_processor, exit_loop, invoke, iteration,
-    iteration_item, list_operations, llm, loop_, loop_item, message, string_transform, switch,
-    user_fill_up, variable_aggregator, variable_assigner,
+    agent, begin, categorize, data_operations, doc_generator, excel_processor, exit_loop, invoke,
+    iteration, iteration_item, list_operations, llm, loop_, loop_item, message, string_transform,
+    switch, user_fill_up, variable_aggregator, variable_assigner,
 };
 use crate::tools::node::ToolNode;
 use crate::tools::{
@@ -42,6 +42,7 @@ pub const SUPPORTED: &[(&str, Builder)] = &[
     ("Categorize", categorize::build),
     ("Invoke", invoke::build),
     ("ExcelProcessor", excel_processor::build),
+    ("DocGenerator", doc_generator::build),
     ("Retrieval", |p| ToolNode::build(retrieval::build, p)),
     ("CodeExec", |p| ToolNode::build(code_exec::build, p)),
     ("ExeSQL", |p| ToolNode::build(exe_sql::build, p)),
@@ -106,11 +107,6 @@ pub const TOOLS: &[(&str, ToolBuilder)] = &[
 /// RAGFlow components this build recognises but cannot run yet: (name, routing kind,
 /// what is missing).
 pub const UNSUPPORTED: &[(&str, Kind, &str)] = &[
-    (
-        "DocGenerator",
-        Kind::Generic,
-        "DocGenerator is not supported yet",
-    ),
     (
         "Browser",
         Kind::Generic,

@@ -66,8 +66,9 @@ pub struct ToolEnv {
     pub sql_writes: bool,
     /// MCP servers known by id (`--mcp-config`), for Agent `mcp` entries.
     pub mcp: mcp::McpConfig,
-    /// Where files a tool produces (CodeExec artifacts) are kept; `None`: a
-    /// temporary directory per run.
+    /// Where produced files go (`--output-dir`): DocGenerator and ExcelProcessor
+    /// write here (`None`: the current directory), CodeExec keeps its artifacts here
+    /// (`None`: a temporary directory per run).
     pub artifacts_dir: Option<PathBuf>,
     /// The process environment as the CLI read it at start (API keys, base URL
     /// overrides), so tools read values, not global state.

@@ -7,6 +7,7 @@ mod code_exec;
 mod concurrency;
 mod conformance;
 mod crash;
+mod doc_generator;
 mod errors;
 mod excel;
 mod exe_sql;
