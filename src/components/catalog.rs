@@ -124,7 +124,8 @@ mod tests {
         assert_eq!(c.component("Nope"), Support::Unknown);
         assert_eq!(c.tool("Agent"), Support::Runs);
         assert_eq!(c.tool("TavilySearch"), Support::Runs);
-        assert!(matches!(c.tool("YahooFinance"), Support::NotYet(_)));
+        assert_eq!(c.tool("YahooFinance"), Support::Runs);
+        assert!(matches!(c.tool("Browser"), Support::NotYet(_)));
         assert_eq!(c.tool("MCP"), Support::Runs);
         assert_eq!(c.tool("Retrieval"), Support::Runs);
         assert_eq!(c.tool("search_my_dateset"), Support::Runs);

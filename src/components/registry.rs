@@ -14,7 +14,7 @@ use crate::tools::node::ToolNode;
 use crate::tools::{
     ToolBuilder, akshare, arxiv, bgpt, code_exec, crawler, deepl, duckduckgo, email, exe_sql,
     github, google, google_scholar, keenable, pubmed, querit_contents, querit_search, qweather,
-    retrieval, searxng, tavily_extract, tavily_search, wencai, wikipedia,
+    retrieval, searxng, tavily_extract, tavily_search, wencai, wikipedia, yahoo_finance,
 };
 
 type Builder = fn(&Object) -> Result<Box<dyn Component>, BuildError>;
@@ -58,6 +58,7 @@ pub const SUPPORTED: &[(&str, Builder)] = &[
     ("QWeather", |p| ToolNode::build(qweather::build, p)),
     ("WenCai", |p| ToolNode::build(wencai::build, p)),
     ("AkShare", |p| ToolNode::build(akshare::build, p)),
+    ("YahooFinance", |p| ToolNode::build(yahoo_finance::build, p)),
     ("Email", |p| ToolNode::build(email::build, p)),
     ("TavilySearch", |p| ToolNode::build(tavily_search::build, p)),
     ("TavilyExtract", |p| {
@@ -92,6 +93,7 @@ pub const TOOLS: &[(&str, ToolBuilder)] = &[
     ("QWeather", qweather::build),
     ("WenCai", wencai::build),
     ("AkShare", akshare::build),
+    ("YahooFinance", yahoo_finance::build),
     ("Email", email::build),
     ("TavilySearch", tavily_search::build),
     ("TavilyExtract", tavily_extract::build),
@@ -106,18 +108,11 @@ pub const TOOLS: &[(&str, ToolBuilder)] = &[
 
 /// RAGFlow components this build recognises but cannot run yet: (name, routing kind,
 /// what is missing).
-pub const UNSUPPORTED: &[(&str, Kind, &str)] = &[
-    (
-        "Browser",
-        Kind::Generic,
-        "Browser (a headless web browser) is not supported",
-    ),
-    (
-        "YahooFinance",
-        Kind::Generic,
-        "the YahooFinance tool is not supported yet",
-    ),
-];
+pub const UNSUPPORTED: &[(&str, Kind, &str)] = &[(
+    "Browser",
+    Kind::Generic,
+    "Browser (a headless web browser) is not supported",
+)];
 
 /// Legacy classes RAGFlow itself can no longer run: (name, why). (Renamed legacy classes,
 /// such as `Generate` and `Answer`, are rewritten by `dsl::normalize` on load.)

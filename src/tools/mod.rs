@@ -40,6 +40,7 @@ pub mod web;
 pub mod wencai;
 pub mod wikipedia;
 pub mod xml;
+pub mod yahoo_finance;
 
 use std::path::PathBuf;
 use std::sync::Mutex;

@@ -86,8 +86,8 @@ fn unknown_component() {
 
 #[test]
 fn unsupported_component_stops_the_run_cleanly() {
-    let text = r#"{"components": {"begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["YahooFinance:A"]},
-        "YahooFinance:A": {"obj": {"component_name": "YahooFinance", "params": {}}, "downstream": []}}}"#;
+    let text = r#"{"components": {"begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Browser:A"]},
+        "Browser:A": {"obj": {"component_name": "Browser", "params": {}}, "downstream": []}}}"#;
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("docs.json");
     std::fs::write(&f, text).unwrap();
@@ -98,7 +98,7 @@ fn unsupported_component_stops_the_run_cleanly() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
-    assert_one_line(&err, &["docs.json", "YahooFinance:A", "not supported yet"]);
+    assert_one_line(&err, &["docs.json", "Browser:A", "not supported"]);
     // The events up to that point were emitted.
     let evs = crate::util::events(&out.stdout);
     assert_eq!(evs.last().unwrap()["event"], "node_started");

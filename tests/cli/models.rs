@@ -288,7 +288,7 @@ fn a_tool_this_build_does_not_run_fails_the_agent_clearly() {
                 "llm_id": "",
                 "sys_prompt": "You search.",
                 "prompts": [{"role": "user", "content": "{sys.query}"}],
-                "tools": [{"component_name": "YahooFinance", "name": "YahooFinance", "params": {}}],
+                "tools": [{"component_name": "Bing", "name": "Bing", "params": {}}],
             }}, "downstream": ["Message:Out"]},
             "Message:Out": {"obj": {"component_name": "Message",
                 "params": {"content": ["{Agent:Searcher@content}"]}}, "downstream": []},
@@ -298,7 +298,7 @@ fn a_tool_this_build_does_not_run_fails_the_agent_clearly() {
         dir.path(),
         "mock.json",
         &json!({"rules": [
-            {"match": "weather", "tool_calls": [{"name": "yahoo_finance_0", "arguments": {"stock_code": "AAPL"}}]},
+            {"match": "weather", "tool_calls": [{"name": "bing_0", "arguments": {"query": "weather"}}]},
         ], "default": "no tool needed"})
         .to_string(),
     );
@@ -315,9 +315,14 @@ fn a_tool_this_build_does_not_run_fails_the_agent_clearly() {
         .arg(&flow)
         .output()
         .unwrap();
-    expect_code(&out, 1, "an Agent calling YahooFinance");
+    expect_code(&out, 1, "an Agent calling Bing");
     let line = one_error_line(&out);
-    for needle in ["Agent:Searcher", "YahooFinance", "does not run yet"] {
+    for needle in [
+        "Agent:Searcher",
+        "bing_0",
+        "the Bing tool",
+        "does not run yet",
+    ] {
         assert!(line.contains(needle), "{needle:?} missing from {line:?}");
     }
     let evs = events(&out.stdout);

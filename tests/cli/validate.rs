@@ -251,7 +251,8 @@ fn components_lists_what_this_build_runs() {
     assert_eq!(status("Retrieval").as_deref(), Some("runs"));
     assert_eq!(status("DocGenerator").as_deref(), Some("runs"));
     assert_eq!(status("ExcelProcessor").as_deref(), Some("runs"));
-    assert_eq!(status("YahooFinance").as_deref(), Some("not_yet"));
+    assert_eq!(status("YahooFinance").as_deref(), Some("runs"));
+    assert_eq!(status("Browser").as_deref(), Some("not_yet"));
     assert_eq!(status("TuShare").as_deref(), Some("legacy"));
     let text = canvas().arg("components").output().unwrap();
     let text = String::from_utf8(text.stdout).unwrap();

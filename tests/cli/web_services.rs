@@ -735,3 +735,278 @@ fn email_as_a_node_reports_success_or_a_refused_login() {
     );
     assert_eq!(sink.sessions().len(), 2, "the login was not retried");
 }
+
+// ---------------------------------------------------------------- YahooFinance
+
+/// Yahoo's hosts on one fake server: the cookie page, the crumb, quoteSummary, the v7
+/// quote, fundamentals timeseries, the chart and the news stream. The first
+/// quoteSummary call is rate limited when `limit_first` is set; the news stream always
+/// is when `news_limited` is.
+fn yahoo_server(limit_first: bool, news_limited: bool) -> FakeServer {
+    let summaries = std::sync::atomic::AtomicUsize::new(0);
+    FakeServer::with(move |req: &Seen, _| {
+        let path = req.path().to_string();
+        if path == "/cookie" {
+            let mut r = Reply::text(404, "text/html", "<html>Not found</html>");
+            r.headers.push((
+                "Set-Cookie".into(),
+                "A3=d=AQABBtest&S=AQAAA; Expires=Sun, 22 Nov 2027 02:00:00 GMT; Max-Age=31557600; Domain=.yahoo.com; Path=/; SameSite=None; Secure; HttpOnly".into(),
+            ));
+            return r;
+        }
+        let has_cookie = req.header("cookie") == Some("A3=d=AQABBtest&S=AQAAA");
+        if path == "/v1/test/getcrumb" {
+            return if has_cookie {
+                Reply::text(200, "text/plain", "Cr4mb.x")
+            } else {
+                Reply::text(401, "text/plain", "")
+            };
+        }
+        if !has_cookie || query_param(req, "crumb").as_deref() != Some("Cr4mb.x") {
+            return Reply::json(
+                401,
+                json!({"finance": {"error": {"code": "Unauthorized", "description": "Invalid Crumb"}}}),
+            );
+        }
+        match path.as_str() {
+            "/v10/finance/quoteSummary/AAPL" => {
+                let n = summaries.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if limit_first && n == 0 {
+                    return Reply::text(429, "text/html", "Too Many Requests");
+                }
+                if query_param(req, "modules").as_deref() == Some("calendarEvents") {
+                    return Reply::json(
+                        200,
+                        json!({"quoteSummary": {"result": [{"calendarEvents": {
+                        "maxAge": 1, "earnings": {"earningsDate": [1722470400], "earningsCallDate": [1722544200],
+                        "isEarningsDateEstimate": false, "earningsAverage": 1.34, "earningsLow": 1.31,
+                        "earningsHigh": 1.4, "revenueAverage": 84378000000i64, "revenueLow": 82000000000i64,
+                        "revenueHigh": 86000000000i64},
+                        "exDividendDate": 1715558400, "dividendDate": 1715817600}}], "error": null}}),
+                    );
+                }
+                Reply::json(
+                    200,
+                    json!({"quoteSummary": {"result": [{
+                    "assetProfile": {"city": "Cupertino", "fullTimeEmployees": 150000, "maxAge": 86400},
+                    "summaryDetail": {"beta": 1.264, "dividendYield": null, "maxAge": 1},
+                }], "error": null}}),
+                )
+            }
+            "/v7/finance/quote" => Reply::json(
+                200,
+                json!({"quoteResponse": {"result": [{
+                "language": "en-US", "quoteType": "EQUITY", "longName": "Apple Inc.", "symbol": "AAPL"}],
+                "error": null}}),
+            ),
+            "/ws/fundamentals-timeseries/v1/finance/timeseries/AAPL" => {
+                let types = query_param(req, "type").unwrap_or_default();
+                if types == "trailingPegRatio" {
+                    return Reply::json(
+                        200,
+                        json!({"timeseries": {"result": [{"meta": {"symbol": ["AAPL"], "type": ["trailingPegRatio"]},
+                        "timestamp": [1719705600], "trailingPegRatio": [{"asOfDate": "2024-06-30", "periodType": "TTM",
+                        "reportedValue": {"raw": 2.1234, "fmt": "2.12"}}]}], "error": null}}),
+                    );
+                }
+                let prefix = if types.starts_with("annual") {
+                    "annual"
+                } else {
+                    "quarterly"
+                };
+                let key = if types.contains("TotalAssets") {
+                    "TotalAssets"
+                } else {
+                    "FreeCashFlow"
+                };
+                let name = format!("{prefix}{key}");
+                Reply::json(
+                    200,
+                    json!({"timeseries": {"result": [
+                    {"meta": {"symbol": ["AAPL"], "type": [name.clone()]}, "timestamp": [1696032000],
+                     name: [{"asOfDate": "2023-09-30", "periodType": "12M", "currencyCode": "USD",
+                             "reportedValue": {"raw": 352583000000i64, "fmt": "352.58B"}}]}], "error": null}}),
+                )
+            }
+            "/v8/finance/chart/AAPL" => Reply::json(
+                200,
+                json!({"chart": {"result": [{
+                "meta": {"currency": "USD", "symbol": "AAPL", "instrumentType": "EQUITY", "gmtoffset": -14400,
+                         "exchangeTimezoneName": "America/New_York", "validRanges": ["1d", "5d", "1mo", "max"]},
+                "timestamp": [1714570200],
+                "indicators": {"quote": [{"open": [169.58], "high": [172.71], "low": [169.11],
+                               "close": [169.3], "volume": [50383100]}],
+                               "adjclose": [{"adjclose": [169.3]}]}}], "error": null}}),
+            ),
+            "/xhr/ncp" if news_limited => Reply::text(429, "text/html", "Too Many Requests"),
+            "/xhr/ncp" => Reply::json(
+                200,
+                json!({"data": {"tickerStream": {"stream": [
+                    {"id": "n1", "content": {"title": "Apple beats estimates", "pubDate": "2024-05-02T20:30:00Z"}},
+                    {"id": "ad1", "ad": [{"id": "x"}]},
+                ]}}}),
+            ),
+            _ => Reply::json(404, json!({"finance": {"error": {"code": "Not Found"}}})),
+        }
+    })
+}
+
+fn yahoo_env(server: &FakeServer) -> [(&'static str, String); 2] {
+    [
+        ("CANVAS_YAHOO_FINANCE_BASE_URL", server.url("")),
+        ("CANVAS_YAHOO_FINANCE_COOKIE_URL", server.url("/cookie")),
+    ]
+}
+
+#[test]
+fn yahoo_finance_reports_every_section_for_an_agent_after_a_rate_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = yahoo_server(true, false);
+    let flow = agent_canvas(json!([
+        {"component_name": "YahooFinance", "name": "YahooFinance", "params": {
+            "history": true, "financials": true, "balance_sheet": true, "cash_flow_statement": true,
+            "max_retries": 1, "delay_after_error": 0}},
+    ]));
+    // Each section's header and one telling cell: the info series, the dated history
+    // row, the calendar, both statements (floats as `g`), the news stream.
+    let mock = json!({"rules": [
+        {"match": "(?s)# Information:\\n\\|\\s+\\| 0 .*\\| city +\\| Cupertino .*\\| maxAge +\\| 86400 .*\\| trailingPegRatio +\\| 2\\.1234 .*# History:\\n\\| Date .*\\| 2024-05-01 00:00:00-04:00 \\| +169\\.58 .*5\\.03831e\\+07.*# Calendar:\\n.*\\| +0 \\| 2024-05-16 +\\| 2024-05-13 +\\| 2024-08-01 .*# Balance sheet:\\n.*\\| TotalAssets \\| +3\\.52583e\\+11 \\|.*# Quarterly cash flow statement:\\n.*\\| FreeCashFlow .*# News:\\n.*\\| +0 \\| n1 +\\| \\{'title': 'Apple beats estimates'", "on": "any",
+         "answer": "Apple looks fine."},
+        {"match": "Apple", "tool_calls": [{"name": "yahoo_finance_0", "arguments": {"stock_code": "aapl"}}]},
+    ]});
+    let evs = run(
+        dir.path(),
+        &flow,
+        Some(&mock),
+        "How is Apple doing?",
+        &yahoo_env(&server),
+    );
+    assert_eq!(
+        streamed(&evs),
+        "Running the yahoo_finance_0 tool...Apple looks fine."
+    );
+    let seen = server.seen();
+    let paths: Vec<&str> = seen.iter().map(Seen::path).collect();
+    // The rate-limited first attempt stops at its first quoteSummary call; the retry
+    // redoes the handshake and fetches every section in RAGFlow's order.
+    assert_eq!(
+        paths,
+        [
+            "/cookie",
+            "/v1/test/getcrumb",
+            "/v10/finance/quoteSummary/AAPL",
+            "/cookie",
+            "/v1/test/getcrumb",
+            "/v10/finance/quoteSummary/AAPL",
+            "/v7/finance/quote",
+            "/ws/fundamentals-timeseries/v1/finance/timeseries/AAPL",
+            "/v8/finance/chart/AAPL",
+            "/v10/finance/quoteSummary/AAPL",
+            "/ws/fundamentals-timeseries/v1/finance/timeseries/AAPL",
+            "/ws/fundamentals-timeseries/v1/finance/timeseries/AAPL",
+            "/ws/fundamentals-timeseries/v1/finance/timeseries/AAPL",
+            "/ws/fundamentals-timeseries/v1/finance/timeseries/AAPL",
+            "/xhr/ncp",
+        ]
+    );
+    let info = &seen[5];
+    assert_eq!(
+        query_param(info, "modules").as_deref(),
+        Some("financialData,quoteType,defaultKeyStatistics,assetProfile,summaryDetail")
+    );
+    assert_eq!(query_param(info, "formatted").as_deref(), Some("false"));
+    assert_eq!(query_param(&seen[6], "symbols").as_deref(), Some("AAPL"));
+    let chart = &seen[8];
+    assert_eq!(query_param(chart, "range").as_deref(), Some("1mo"));
+    assert_eq!(query_param(chart, "interval").as_deref(), Some("1d"));
+    assert_eq!(
+        query_param(chart, "events").as_deref(),
+        Some("div,splits,capitalGains")
+    );
+    let annual = query_param(&seen[10], "type").unwrap();
+    assert!(annual.starts_with("annualTreasurySharesNumber,annualPreferredSharesNumber,"));
+    assert_eq!(annual.split(',').count(), 145);
+    assert_eq!(
+        query_param(&seen[10], "period1").as_deref(),
+        Some("1483142400")
+    );
+    assert!(
+        query_param(&seen[11], "type")
+            .unwrap()
+            .starts_with("quarterly")
+    );
+    assert!(
+        query_param(&seen[12], "type")
+            .unwrap()
+            .starts_with("annualForeignSales,")
+    );
+    let news = &seen[14];
+    assert_eq!(news.method(), "POST");
+    assert_eq!(query_param(news, "queryRef").as_deref(), Some("latestNews"));
+    assert_eq!(
+        news.json(),
+        json!({"serviceConfig": {"snippetCount": 10, "s": ["AAPL"]}})
+    );
+    assert!(
+        seen[2..].iter().all(|r| r.path() == "/v1/test/getcrumb"
+            || r.path() == "/cookie"
+            || query_param(r, "crumb").as_deref() == Some("Cr4mb.x")),
+        "every data call carries the crumb"
+    );
+}
+
+#[test]
+fn yahoo_finance_as_a_node_gives_the_default_report_or_the_rate_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = yahoo_server(false, false);
+    let evs = run(
+        dir.path(),
+        &node_canvas("YahooFinance", json!({}), "report"),
+        None,
+        "aapl",
+        &yahoo_env(&server),
+    );
+    // RAGFlow's defaults: the information and the news, blank-line separated.
+    let report = node_outputs(&evs)["report"].as_str().unwrap().to_string();
+    let (info, news) = report.split_once("\n\n# News:\n").expect(&report);
+    let lines: Vec<&str> = info.lines().collect();
+    assert_eq!(lines[0], "# Information:");
+    assert_eq!(lines[1], "|                   | 0          |");
+    assert_eq!(lines[2], "|:------------------|:-----------|");
+    let rows: Vec<&str> = lines[3..].to_vec();
+    assert_eq!(
+        rows,
+        [
+            "| city              | Cupertino  |",
+            "| fullTimeEmployees | 150000     |",
+            // Modules' `maxAge` 1 (days) read as 86400 seconds; null values dropped.
+            "| maxAge            | 86400      |",
+            "| beta              | 1.264      |",
+            // The quote's `quoteType` string, after the summary's `symbol`.
+            "| symbol            | AAPL       |",
+            "| language          | en-US      |",
+            "| quoteType         | EQUITY     |",
+            "| longName          | Apple Inc. |",
+            "| trailingPegRatio  | 2.1234     |",
+        ]
+    );
+    assert_eq!(
+        news,
+        "|    | id   | content                                                               |\n\
+         |---:|:-----|:----------------------------------------------------------------------|\n\
+         |  0 | n1   | {'title': 'Apple beats estimates', 'pubDate': '2024-05-02T20:30:00Z'} |\n"
+    );
+    assert_eq!(
+        node_thoughts(&evs),
+        "Pulling live financial data for `aapl`."
+    );
+
+    let limited = yahoo_server(false, true);
+    let err = run_failing(
+        dir.path(),
+        &node_canvas("YahooFinance", json!({"info": false}), "report"),
+        "AAPL",
+        &yahoo_env(&limited),
+    );
+    assert_eq!(err, "Too Many Requests. Rate limited. Try after a while.");
+}
