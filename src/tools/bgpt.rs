@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::reference::{Found, retrieve_chunks};
-use super::tavily_search::{failed, http_client, input_text, send};
+use super::web::{failed, http_client, input_text, send_answer};
 use super::{Call, Param, Tool, ToolMeta};
 use crate::engine::value::{Object, py_str};
 use crate::engine::{BuildError, CResult};
@@ -178,7 +178,7 @@ impl Bgpt {
         payload: &Value,
     ) -> Result<Vec<Value>, Attempt> {
         let network = |e: String| Attempt::Retry(format!("Network error: {e}"));
-        let a = send(client.post(url).json(payload))
+        let a = send_answer(client.post(url).json(payload))
             .await
             .map_err(network)?;
         if let Err(e) = a.raise_for_status() {

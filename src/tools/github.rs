@@ -13,8 +13,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::reference::{Found, retrieve_chunks};
-use super::tavily_search::{
-    check_positive_integer, failed, http_client, input_text, send, text_field,
+use super::web::{
+    check_positive_integer, failed, http_client, input_text, send_answer, text_field,
 };
 use super::{Call, Param, Tool, ToolMeta};
 use crate::engine::template::plain_text;
@@ -28,7 +28,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Build GitHub from its DSL parameters (RAGFlow's `check()`).
 pub fn build(params: &Object) -> Result<Box<dyn Tool>, BuildError> {
-    let top_n = check_positive_integer(params, "top_n", 10, "Top N")?;
+    let top_n = check_positive_integer(params, "top_n", "Top N")?.unwrap_or(10);
     Ok(Box::new(GitHub {
         meta: ToolMeta {
             name: "github_search",
@@ -95,7 +95,7 @@ impl Tool for GitHub {
             if let Some(t) = &token {
                 req = req.bearer_auth(t);
             }
-            items(&send(req).await?.json()?)
+            items(&send_answer(req).await?.json()?)
         })
         .await;
         match res {

@@ -14,8 +14,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::reference::{Found, retrieve_chunks};
-use super::tavily_search::{
-    api_key, check_valid_value, failed, http_client, input_text, send, text_field, text_of,
+use super::web::{
+    api_key, check_valid_value, failed, http_client, input_text, send_answer, text_field, text_of,
 };
 use super::{Call, Param, Tool, ToolMeta};
 use crate::engine::template::plain_text;
@@ -208,8 +208,8 @@ const LANGUAGES: &[&str] = &[
 
 /// Build Google from its DSL parameters (RAGFlow's `check()`, the key excepted).
 pub fn build(params: &Object) -> Result<Box<dyn Tool>, BuildError> {
-    check_valid_value(params, "country", "cn", "Google Country", COUNTRIES)?;
-    check_valid_value(params, "language", "en", "Google languages", LANGUAGES)?;
+    check_valid_value(params, "country", "Google Country", COUNTRIES)?;
+    check_valid_value(params, "language", "Google languages", LANGUAGES)?;
     let text = |k: &str, d: &str| {
         params
             .get(k)
@@ -314,7 +314,7 @@ impl Tool for Google {
         ];
         // A result without a snippet fails the attempt, as RAGFlow's `KeyError` does.
         let res = super::with_retries(call, || async {
-            let answer = send(client.get(&url).query(&query)).await?;
+            let answer = send_answer(client.get(&url).query(&query)).await?;
             let results = organic_results(&answer.json()?)?;
             let found = results.iter().map(found).collect::<Result<Vec<_>, _>>()?;
             Ok((results, found))

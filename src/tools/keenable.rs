@@ -9,8 +9,9 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::reference::{Found, retrieve_chunks};
-use super::tavily_search::{
-    check_positive_integer, check_valid_value, failed, http_client, input_text, send, text_field,
+use super::web::{
+    check_positive_integer, check_valid_value, failed, http_client, input_text, send_answer,
+    text_field,
 };
 use super::{Call, Param, Tool, ToolMeta};
 use crate::engine::value::{Object, py_repr, truthy};
@@ -28,11 +29,10 @@ pub fn build(params: &Object) -> Result<Box<dyn Tool>, BuildError> {
     check_valid_value(
         params,
         "mode",
-        "pro",
         "Keenable search mode should be in 'pro/realtime'",
         &["pro", "realtime"],
     )?;
-    let top_n = check_positive_integer(params, "top_n", 10, "Top N")?;
+    let top_n = check_positive_integer(params, "top_n", "Top N")?.unwrap_or(10);
     let mode = params.get("mode").and_then(Value::as_str).unwrap_or("pro");
     let api_key = params
         .get("api_key")
@@ -142,7 +142,7 @@ impl Tool for Keenable {
             if !self.api_key.is_empty() {
                 req = req.header("X-API-Key", &self.api_key);
             }
-            let answer = send(req).await?;
+            let answer = send_answer(req).await?;
             answer.raise_for_status()?;
             results(&answer.json()?, self.top_n)
         })

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::querit_search::{BASE_DEFAULT, BASE_VAR, DEFAULT_TIMEOUT, KEY_VAR, post, redact};
-use super::tavily_search::{DefaultValue, api_key, failed};
+use super::web::{DefaultValue, api_key, failed};
 use super::{Call, Param, Tool, ToolMeta};
 use crate::engine::value::Object;
 use crate::engine::{BuildError, CResult};

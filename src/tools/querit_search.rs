@@ -13,9 +13,7 @@ use regex::Regex;
 use serde_json::{Map, Value, json};
 
 use super::reference::{Found, retrieve_chunks};
-use super::tavily_search::{
-    DefaultValue, HttpAnswer, api_key, failed, http_client, send, text_field,
-};
+use super::web::{DefaultValue, HttpAnswer, api_key, failed, http_client, send_answer, text_field};
 use super::{Call, Param, Tool, ToolMeta};
 use crate::engine::value::Object;
 use crate::engine::{BuildError, CResult};
@@ -127,7 +125,7 @@ impl Tool for QueritSearch {
     fn thoughts(&self, args: &Object) -> String {
         format!(
             "Searching Querit for `{}`.",
-            super::tavily_search::input_text(args, "query")
+            super::web::input_text(args, "query")
         )
     }
 
@@ -337,7 +335,7 @@ pub(crate) async fn post(
             .bearer_auth(key)
             .json(payload);
         let more = attempt + 1 < ATTEMPTS;
-        match send(req).await {
+        match send_answer(req).await {
             Ok(a) => {
                 if let Some(res) = answer(&a, more) {
                     return res;

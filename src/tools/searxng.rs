@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::reference::{Found, retrieve_chunks};
-use super::tavily_search::{failed, input_text, send, text_field};
+use super::web::{failed, input_text, send_answer, text_field};
 use super::{Call, Param, Tool, ToolMeta, net::ClientOptions};
 use crate::engine::value::{Object, py_str};
 use crate::engine::{BuildError, CResult};
@@ -129,7 +129,7 @@ impl Tool for SearXng {
             ]);
             // Transport, status and JSON failures are `requests` exceptions.
             let network = |e: String| format!("Network error: {e}");
-            let answer = send(req).await.map_err(network)?;
+            let answer = send_answer(req).await.map_err(network)?;
             answer.raise_for_status().map_err(network)?;
             let data = answer.json().map_err(network)?;
             results(&data, top_n)

@@ -7,9 +7,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::tavily_search::{
-    api_key, check_valid_value, failed, http_client, input_text, send, tavily_answer,
-};
+use super::tavily_search::tavily_answer;
+use super::web::{api_key, check_valid_value, failed, http_client, input_text, send_answer};
 use super::{Call, Param, Tool, ToolMeta};
 use crate::engine::value::Object;
 use crate::engine::{BuildError, CResult, ComponentError};
@@ -25,14 +24,12 @@ pub fn build(params: &Object) -> Result<Box<dyn Tool>, BuildError> {
     check_valid_value(
         params,
         "extract_depth",
-        "basic",
         "Tavily extract depth should be in 'basic/advanced'",
         &["basic", "advanced"],
     )?;
     check_valid_value(
         params,
         "format",
-        "markdown",
         "Tavily extract format should be in 'markdown/text'",
         &["markdown", "text"],
     )?;
@@ -123,7 +120,7 @@ impl Tool for TavilyExtract {
                 .bearer_auth(&key)
                 .header("X-Client-Source", "tavily-python")
                 .json(&body);
-            let res = match send(req).await {
+            let res = match send_answer(req).await {
                 Ok(a) => tavily_answer(&a),
                 Err(e) => Err(e),
             };

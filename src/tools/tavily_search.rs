@@ -11,10 +11,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::net::{self, ClientOptions};
 use super::reference::{Found, retrieve_chunks};
+use super::web::{
+    DefaultValue, HttpAnswer, api_key, check_positive_integer, check_valid_value, failed,
+    http_client, input_text, send_answer, text_field, text_of,
+};
 use super::{Call, Param, Tool, ToolMeta};
-use crate::engine::value::{Object, py_repr, py_str, truthy};
+use crate::engine::value::{Object, py_str, truthy};
 use crate::engine::{BuildError, CResult, ComponentError};
 
 /// Base URL override (tests, mirrors).
@@ -28,24 +31,21 @@ pub fn build(params: &Object) -> Result<Box<dyn Tool>, BuildError> {
     check_valid_value(
         params,
         "topic",
-        "general",
         "Tavily topic: should be in 'general/news'",
         &["general", "news"],
     )?;
     check_valid_value(
         params,
         "search_depth",
-        "basic",
         "Tavily search depth should be in 'basic/advanced'",
         &["basic", "advanced"],
     )?;
     check_positive_integer(
         params,
         "max_results",
-        6,
         "Tavily max result number should be within [1， 20]",
     )?;
-    check_positive_integer(params, "days", 14, "Tavily days should be greater than 1")?;
+    check_positive_integer(params, "days", "Tavily days should be greater than 1")?;
     Ok(Box::new(TavilySearch { meta: meta() }))
 }
 
@@ -160,7 +160,7 @@ impl Tool for TavilySearch {
                 .bearer_auth(&key)
                 .header("X-Client-Source", "tavily-python")
                 .json(&body);
-            let answer = send(req).await?;
+            let answer = send_answer(req).await?;
             let res = tavily_answer(&answer)?;
             Ok(results(&res))
         })
@@ -245,146 +245,6 @@ fn found(r: &Value) -> Found {
 }
 
 // ---- Helpers shared by the web-search tools ------------------------------------------
-
-/// A field's default, built on demand.
-pub(crate) type DefaultValue = fn() -> Value;
-
-/// What a server answered: status, final URL, body.
-pub(crate) struct HttpAnswer {
-    /// The HTTP status.
-    pub status: u16,
-    /// The URL answered (the query string included), for error texts.
-    pub url: String,
-    /// The body as text.
-    pub body: String,
-}
-
-impl HttpAnswer {
-    /// `requests`' `raise_for_status`: `404 Client Error: Not Found for url: …`.
-    pub(crate) fn raise_for_status(&self) -> Result<(), String> {
-        let kind = match self.status {
-            400..=499 => "Client",
-            500..=599 => "Server",
-            _ => return Ok(()),
-        };
-        let reason = reqwest::StatusCode::from_u16(self.status)
-            .ok()
-            .and_then(|s| s.canonical_reason())
-            .unwrap_or("");
-        Err(format!(
-            "{} {kind} Error: {reason} for url: {}",
-            self.status, self.url
-        ))
-    }
-
-    /// The body as JSON (`requests`' `.json()`).
-    pub(crate) fn json(&self) -> Result<Value, String> {
-        serde_json::from_str(&self.body).map_err(|e| e.to_string())
-    }
-}
-
-/// Send a request; transport failures as one line.
-pub(crate) async fn send(req: reqwest::RequestBuilder) -> Result<HttpAnswer, String> {
-    let resp = req.send().await.map_err(|e| net::describe(&e))?;
-    let status = resp.status().as_u16();
-    let url = resp.url().to_string();
-    let body = resp.text().await.map_err(|e| net::describe(&e))?;
-    Ok(HttpAnswer { status, url, body })
-}
-
-/// The SSRF-guarded client for requests to `url` (its address checked first: literal
-/// IPs never reach the client's resolver).
-pub(crate) async fn http_client(
-    call: &Call<'_>,
-    url: &str,
-    timeout: Duration,
-) -> Result<reqwest::Client, String> {
-    let net = &call.env().net;
-    net.check_url(url).await.map_err(|e| e.to_string())?;
-    net.client(&ClientOptions {
-        timeout: Some(timeout),
-        ..Default::default()
-    })
-    .map_err(|e| e.to_string())
-}
-
-/// RAGFlow's final failure of a tool: the message in `_ERROR`, `"<Tool> error: …"` for
-/// the model.
-pub(crate) fn failed(call: &Call<'_>, tool: &str, msg: String) -> CResult<Option<Value>> {
-    let text = format!("{tool} error: {msg}");
-    call.set_output("_ERROR", json!(msg));
-    Ok(Some(json!(text)))
-}
-
-/// A key: the parameter when non-blank, else the environment variable.
-pub(crate) fn api_key(call: &Call<'_>, param: &str, var: &str) -> Option<String> {
-    let p = call.param_str(param, "").trim();
-    if !p.is_empty() {
-        return Some(p.to_string());
-    }
-    call.env().var(var).map(|v| v.trim().to_string())
-}
-
-/// An input as RAGFlow's `thoughts` prints it (`-_-!` when absent).
-pub(crate) fn input_text(args: &Object, name: &str) -> String {
-    match args.get(name) {
-        Some(v) => py_str(v),
-        None => "-_-!".to_string(),
-    }
-}
-
-/// A value as text: strings as they are, null as "", others as Python's `str()`.
-pub(crate) fn text_of(v: &Value) -> String {
-    match v {
-        Value::Null => String::new(),
-        other => py_str(other),
-    }
-}
-
-/// A field of a result as text ("" when absent or null).
-pub(crate) fn text_field(r: &Value, name: &str) -> String {
-    r.get(name).map(text_of).unwrap_or_default()
-}
-
-/// `check_valid_value`: the parameter (or its default) must be one of `valid`.
-pub(crate) fn check_valid_value(
-    params: &Object,
-    name: &str,
-    default: &str,
-    descr: &str,
-    valid: &[&str],
-) -> Result<(), BuildError> {
-    let v = params.get(name).cloned().unwrap_or_else(|| json!(default));
-    if v.as_str().is_some_and(|s| valid.contains(&s)) {
-        return Ok(());
-    }
-    let list: Vec<Value> = valid.iter().map(|s| json!(s)).collect();
-    Err(BuildError::Params(format!(
-        "{descr} {} is not supported, it should be in {}",
-        py_str(&v),
-        py_repr(&Value::Array(list))
-    )))
-}
-
-/// `check_positive_integer`: a JSON integer above zero (not a float, not a string);
-/// the value, or `default` when absent.
-pub(crate) fn check_positive_integer(
-    params: &Object,
-    name: &str,
-    default: i64,
-    descr: &str,
-) -> Result<i64, BuildError> {
-    let Some(v) = params.get(name) else {
-        return Ok(default);
-    };
-    match v.as_i64() {
-        Some(i) if i > 0 && !v.is_f64() => Ok(i),
-        _ => Err(BuildError::Params(format!(
-            "{descr} {} not supported, should be positive integer",
-            py_str(v)
-        ))),
-    }
-}
 
 #[cfg(test)]
 mod tests {

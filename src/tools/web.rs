@@ -1,7 +1,8 @@
-//! Pieces shared by the web tools (Wikipedia, ArXiv, PubMed, DuckDuckGo, GoogleScholar,
-//! Crawler): RAGFlow's parameter checks, the HTTP client behind the SSRF guard, reading
-//! an answer, and the run of a search-type tool (empty query, retry loop, results
-//! turned into chunks and `formalized_content`, final `"<Tool> error: …"`).
+//! Pieces shared by the web tools: RAGFlow's parameter checks (one implementation for
+//! every tool), the HTTP client behind the SSRF guard, reading an answer, the run of a
+//! search-type tool (empty query, retry loop, results turned into chunks and
+//! `formalized_content`, final `"<Tool> error: …"`), and the JSON-API plumbing of the
+//! search services (Tavily, GitHub, SerpApi, SearXNG, Keenable, Querit, BGPT).
 
 use std::time::Duration;
 
@@ -17,18 +18,22 @@ use crate::engine::{BuildError, CResult, ComponentError};
 /// The `User-Agent` of the web tools.
 pub const USER_AGENT: &str = concat!("canvas/", env!("CARGO_PKG_VERSION"));
 
-/// `check_positive_integer`: absent, or a JSON integer above zero (not a float, not a
-/// string, not a bool).
-pub fn check_positive_integer(params: &Object, name: &str, descr: &str) -> Result<(), BuildError> {
+/// `check_positive_integer`: absent (`None`), or a JSON integer above zero (not a
+/// float, not a string, not a bool), which is returned.
+pub fn check_positive_integer(
+    params: &Object,
+    name: &str,
+    descr: &str,
+) -> Result<Option<i64>, BuildError> {
     let Some(v) = params.get(name) else {
-        return Ok(());
+        return Ok(None);
     };
     let ok = match v {
         Value::Number(n) if !n.is_f64() => n.as_i64().is_none_or(|i| i > 0),
         _ => false,
     };
     if ok {
-        Ok(())
+        Ok(Some(v.as_i64().unwrap_or(i64::MAX)))
     } else {
         Err(BuildError::Params(format!(
             "{descr} {} not supported, should be positive integer",
@@ -212,6 +217,108 @@ pub fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+// ---- JSON API plumbing of the search tools (Tavily, GitHub, SerpApi, Querit, ...) ----
+
+/// A field's default, built on demand.
+pub type DefaultValue = fn() -> Value;
+
+/// What a server answered: status, final URL, body.
+pub struct HttpAnswer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The URL answered (the query string included), for error texts.
+    pub url: String,
+    /// The body as text.
+    pub body: String,
+}
+
+impl HttpAnswer {
+    /// `requests`' `raise_for_status`: `404 Client Error: Not Found for url: …`.
+    pub fn raise_for_status(&self) -> Result<(), String> {
+        let kind = match self.status {
+            400..=499 => "Client",
+            500..=599 => "Server",
+            _ => return Ok(()),
+        };
+        let reason = reqwest::StatusCode::from_u16(self.status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("");
+        Err(format!(
+            "{} {kind} Error: {reason} for url: {}",
+            self.status, self.url
+        ))
+    }
+
+    /// The body as JSON (`requests`' `.json()`).
+    pub fn json(&self) -> Result<Value, String> {
+        serde_json::from_str(&self.body).map_err(|e| e.to_string())
+    }
+}
+
+/// Send a request; transport failures as one line.
+pub async fn send_answer(req: reqwest::RequestBuilder) -> Result<HttpAnswer, String> {
+    let resp = req.send().await.map_err(|e| describe(&e))?;
+    let status = resp.status().as_u16();
+    let url = resp.url().to_string();
+    let body = resp.text().await.map_err(|e| describe(&e))?;
+    Ok(HttpAnswer { status, url, body })
+}
+
+/// The SSRF-guarded client for requests to `url` (its address checked first: literal
+/// IPs never reach the client's resolver).
+pub async fn http_client(
+    call: &Call<'_>,
+    url: &str,
+    timeout: Duration,
+) -> Result<reqwest::Client, String> {
+    let net = &call.env().net;
+    net.check_url(url).await.map_err(|e| e.to_string())?;
+    net.client(&ClientOptions {
+        timeout: Some(timeout),
+        ..Default::default()
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// RAGFlow's final failure of a tool: the message in `_ERROR`, `"<Tool> error: …"` for
+/// the model.
+pub fn failed(call: &Call<'_>, tool: &str, msg: String) -> CResult<Option<Value>> {
+    let text = format!("{tool} error: {msg}");
+    call.set_output("_ERROR", json!(msg));
+    Ok(Some(json!(text)))
+}
+
+/// A key: the parameter when non-blank, else the environment variable.
+pub fn api_key(call: &Call<'_>, param: &str, var: &str) -> Option<String> {
+    let p = call.param_str(param, "").trim();
+    if !p.is_empty() {
+        return Some(p.to_string());
+    }
+    call.env().var(var).map(|v| v.trim().to_string())
+}
+
+/// An input as RAGFlow's `thoughts` prints it (`-_-!` when absent).
+pub fn input_text(args: &Object, name: &str) -> String {
+    match args.get(name) {
+        Some(v) => py_str(v),
+        None => "-_-!".to_string(),
+    }
+}
+
+/// A value as text: strings as they are, null as "", others as Python's `str()`.
+pub fn text_of(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        other => py_str(other),
+    }
+}
+
+/// A field of a result as text ("" when absent or null).
+pub fn text_field(r: &Value, name: &str) -> String {
+    r.get(name).map(text_of).unwrap_or_default()
 }
 
 #[cfg(test)]
