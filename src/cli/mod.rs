@@ -3,12 +3,14 @@
 
 mod cancel;
 mod chat;
+mod completions;
 mod components;
 mod error;
 mod events;
 pub mod exit;
 mod graph;
 mod inputs;
+mod man;
 mod migrate;
 mod models;
 mod resume;
@@ -27,7 +29,17 @@ pub use error::CliError;
 
 /// Run RAGFlow agent canvases locally, with RAGFlow's exact event stream.
 #[derive(Debug, Parser)]
-#[command(name = "canvas", version, about, propagate_version = true)]
+#[command(
+    name = "canvas",
+    version,
+    disable_help_subcommand = true,
+    about,
+    after_help = "Examples:\n  \
+        canvas run canvases/hello.json -q hello\n  \
+        canvas validate canvases/ --strict\n  \
+        canvas runs --status waiting\n\n\
+        Run `canvas <command> --help` for a command's options, `man canvas` for the manual."
+)]
 pub struct Cli {
     /// The command to run.
     #[command(subcommand)]
@@ -38,49 +50,60 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a canvas (JSON or YAML; `-` reads stdin) and print its events.
-    ///
-    /// Example: canvas run flow.json -q "hello" --format jsonl
+    #[command(after_help = "Examples:\n  \
+        canvas run canvases/hello.json -q hello\n  \
+        canvas run canvases/router.yaml -i priority=urgent --format jsonl\n  \
+        canvas run canvases/support.yaml -q \"my order is late\" --mock-llm canvases/support.mock.yaml")]
     Run(run::RunArgs),
-    /// Continue a stored run: answer its form, continue a stopped turn, or send the next turn (`-q`).
-    ///
-    /// Example: canvas resume 01JABC -i name=Ada
+    /// Continue a stored run: answer its form, go on after a stop, or send the next turn.
+    #[command(after_help = "Examples:\n  \
+        canvas resume latest -i days=3 -i pace=relaxed     # answer the waiting form\n  \
+        canvas resume 01JABC                               # continue after Ctrl-C or a crash\n  \
+        canvas resume latest -q \"and a cheaper hotel?\"     # the next conversational turn")]
     Resume(resume::ResumeArgs),
     /// Chat with a conversational canvas: each line you type is a turn of one run.
-    ///
-    /// Example: canvas chat support.json
+    #[command(after_help = "Example:\n  \
+        canvas chat canvases/support.yaml --mock-llm canvases/support.mock.yaml")]
     Chat(chat::ChatArgs),
     /// List the stored runs, newest first.
-    ///
-    /// Example: canvas runs --status waiting
+    #[command(after_help = "Examples:\n  \
+        canvas runs --status waiting\n  \
+        canvas runs --limit 5 --format json")]
     Runs(runs::RunsArgs),
     /// Show one stored run: status, canvas, times, waiting form, error.
-    ///
-    /// Example: canvas show latest
+    #[command(after_help = "Example:\n  canvas show latest")]
     Show(show::ShowArgs),
     /// Replay a stored run's events in any output format.
-    ///
-    /// Example: canvas events 01JABC --format jsonl
+    #[command(after_help = "Example:\n  canvas events latest --format jsonl")]
     Events(events::EventsArgs),
     /// Ask the process running a run to stop at its next node boundary (resumable).
-    ///
-    /// Example: canvas cancel 01JABC
+    #[command(after_help = "Example:\n  canvas cancel 01JABC     # later: canvas resume 01JABC")]
     Cancel(cancel::CancelArgs),
     /// Check canvases statically (no network, no models): exit 1 on errors.
-    ///
-    /// Example: canvas validate flows/ --format github --strict
+    #[command(after_help = "Examples:\n  \
+        canvas validate canvases/ --strict\n  \
+        canvas validate flows/ --format github     # annotations in a GitHub Actions log")]
     Validate(validate::ValidateArgs),
     /// Rewrite legacy or graph-only canvases into the current form; shows the diff.
-    ///
-    /// Example: canvas migrate old.json --write
+    #[command(after_help = "Examples:\n  \
+        canvas migrate old.json             # the rewrite, as a diff\n  \
+        canvas migrate old.json --write     # save it\n  \
+        canvas migrate flows/ --check       # CI: exit 1 when a file needs it")]
     Migrate(migrate::MigrateArgs),
     /// Draw a canvas's execution graph as Mermaid or Graphviz DOT.
-    ///
-    /// Example: canvas graph flow.json --format mermaid
+    #[command(after_help = "Examples:\n  \
+        canvas graph canvases/trip.yaml\n  \
+        canvas graph canvases/trip.yaml --format dot | dot -Tsvg > trip.svg")]
     Graph(graph::GraphArgs),
-    /// List the component classes this build knows and whether it runs each.
-    ///
-    /// Example: canvas components --format json
+    /// List the components and tools this build knows, with their parameters.
+    #[command(after_help = "Examples:\n  \
+        canvas components\n  \
+        canvas components --format json")]
     Components(components::ComponentsArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (or write every page with --dir).
+    Man(man::ManArgs),
 }
 
 /// Parse the command line, run, and map the result to an exit code.
@@ -114,6 +137,8 @@ pub fn run_cli(cli: Cli) -> ExitCode {
         Command::Migrate(args) => (false, migrate::exec(args)),
         Command::Graph(args) => (false, graph::exec(args)),
         Command::Components(args) => (false, components::exec(args)),
+        Command::Completions(args) => (false, completions::exec(args)),
+        Command::Man(args) => (false, man::exec(args)),
     };
     match res {
         Ok(code) => exit::code(code),

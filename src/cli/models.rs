@@ -19,19 +19,19 @@ use crate::llm::{MockModel, MockScript, ModelSource, OneModel};
 /// Model options shared by run, resume and chat.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
-    /// Answer every model call from a scripted file (JSON or YAML), whatever the llm_id.
+    /// Answer every model call from a script (docs/mock-llm.md), offline.
     #[arg(long = "mock-llm", value_name = "FILE", conflicts_with = "replay")]
     pub mock_llm: Option<PathBuf>,
-    /// Provider configuration [default: $CANVAS_LLM_CONFIG, else ~/.config/canvas/llm.yaml].
+    /// Providers (docs/providers.md) [$CANVAS_LLM_CONFIG, ~/.config/canvas/llm.yaml].
     #[arg(long = "llm-config", value_name = "FILE")]
     pub llm_config: Option<PathBuf>,
-    /// The model for components whose llm_id is empty, as MODEL@FACTORY.
+    /// The model of components whose llm_id is empty.
     #[arg(long, value_name = "MODEL@FACTORY")]
     pub model: Option<String>,
-    /// Save every model call and its answer to FILE (for --replay).
+    /// Save every model call and its answer (for --replay).
     #[arg(long, value_name = "FILE", conflicts_with = "replay")]
     pub record: Option<PathBuf>,
-    /// Answer model calls from a file written by --record; a call not in it is an error.
+    /// Answer model calls from a --record file; any other call fails.
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
 }

@@ -26,11 +26,11 @@ use crate::ui::{JsonlRenderer, Renderer, RunEnd, SseRenderer, TextOptions, TextR
 /// Output formats of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RunFormat {
-    /// Readable text (default on a terminal).
+    // Readable text (default on a terminal).
     Text,
-    /// One JSON event per line (default otherwise).
+    // One JSON event per line (default otherwise).
     Jsonl,
-    /// RAGFlow's SSE framing: `data:{json}` frames, then `data:[DONE]`.
+    // RAGFlow's SSE framing: `data:{json}` frames, then `data:[DONE]`.
     Sse,
 }
 
@@ -38,7 +38,13 @@ pub enum RunFormat {
 #[derive(Debug, Clone, Args)]
 pub struct TurnArgs {
     /// `sys.query` for this turn.
-    #[arg(short = 'q', long = "query", value_name = "TEXT", default_value = "")]
+    #[arg(
+        short = 'q',
+        long = "query",
+        value_name = "TEXT",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub query: String,
     /// A Begin input or form field, as KEY=VALUE (repeatable).
     #[arg(short = 'i', long = "input", value_name = "KEY=VALUE")]
@@ -46,10 +52,10 @@ pub struct TurnArgs {
     /// A JSON or YAML file mapping field keys to values.
     #[arg(long = "inputs", value_name = "FILE")]
     pub inputs: Option<PathBuf>,
-    /// Output format [default: text on a terminal, jsonl otherwise].
-    #[arg(long, value_enum)]
+    /// text (default on a terminal), jsonl (one event per line) or sse.
+    #[arg(long, value_enum, hide_possible_values = true)]
     pub format: Option<RunFormat>,
-    /// SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db].
+    /// SQLite run store [$CANVAS_STORE, else ~/.local/share/canvas/canvas.db].
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
     /// Where model calls go.
@@ -61,19 +67,19 @@ pub struct TurnArgs {
     /// Never prompt (implied when stdin is not a terminal).
     #[arg(long)]
     pub non_interactive: bool,
-    /// Upper bound on components running at once.
+    /// Most components running at once.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_PARALLEL as u16, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_parallel: u16,
     /// Wall-clock limit for the whole turn, in seconds.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
-    /// Seed for random choices (Message alternatives), for reproducible runs.
+    /// Seed for random choices (Message alternatives): reproducible runs.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// More output (node starts; error causes).
+    /// More output: node starts, error causes.
     #[arg(short = 'v', long)]
     pub verbose: bool,
-    /// Less output: only message text.
+    /// Less output: message text and errors only.
     #[arg(long, conflicts_with = "verbose")]
     pub quiet: bool,
 }

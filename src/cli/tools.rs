@@ -15,18 +15,16 @@ use crate::tools::sandbox::SandboxConfig;
 /// Tool options.
 #[derive(Debug, Clone, Args)]
 pub struct ToolArgs {
-    /// Let tools reach loopback, private, link-local and metadata addresses
-    /// [also: CANVAS_ALLOW_PRIVATE=1].
+    /// Let tools reach private addresses [also: CANVAS_ALLOW_PRIVATE=1].
     #[arg(long)]
     pub allow_private_network: bool,
-    /// MCP servers for Agent `mcp` entries (YAML: servers by id with url/transport/headers, or command/args).
+    /// Where the MCP servers an Agent names are (YAML).
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
-    /// Let ExeSQL run INSERT, UPDATE and DELETE statements (refused by default, as RAGFlow).
+    /// Let ExeSQL run INSERT, UPDATE and DELETE (refused by default).
     #[arg(long)]
     pub allow_sql_writes: bool,
-    /// Where files are written: DocGenerator documents and ExcelProcessor workbooks
-    /// [default: the current directory], CodeExec artifacts [default: a temporary directory].
+    /// Where generated files go (documents, workbooks, code artifacts).
     #[arg(long, value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
 }

@@ -12,6 +12,7 @@ mod errors;
 mod excel;
 mod exe_sql;
 mod fixtures;
+mod generated;
 mod graph;
 mod inspect;
 mod invoke;

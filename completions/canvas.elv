@@ -1,0 +1,184 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[canvas] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'canvas'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'canvas'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand run 'Run a canvas (JSON or YAML; `-` reads stdin) and print its events'
+            cand resume 'Continue a stored run: answer its form, go on after a stop, or send the next turn'
+            cand chat 'Chat with a conversational canvas: each line you type is a turn of one run'
+            cand runs 'List the stored runs, newest first'
+            cand show 'Show one stored run: status, canvas, times, waiting form, error'
+            cand events 'Replay a stored run''s events in any output format'
+            cand cancel 'Ask the process running a run to stop at its next node boundary (resumable)'
+            cand validate 'Check canvases statically (no network, no models): exit 1 on errors'
+            cand migrate 'Rewrite legacy or graph-only canvases into the current form; shows the diff'
+            cand graph 'Draw a canvas''s execution graph as Mermaid or Graphviz DOT'
+            cand components 'List the components and tools this build knows, with their parameters'
+            cand completions 'Print a shell completion script (bash, zsh, fish, powershell, elvish)'
+            cand man 'Print the man page (or write every page with --dir)'
+        }
+        &'canvas;run'= {
+            cand -q '`sys.query` for this turn'
+            cand --query '`sys.query` for this turn'
+            cand -i 'A Begin input or form field, as KEY=VALUE (repeatable)'
+            cand --input 'A Begin input or form field, as KEY=VALUE (repeatable)'
+            cand --inputs 'A JSON or YAML file mapping field keys to values'
+            cand --format 'text (default on a terminal), jsonl (one event per line) or sse'
+            cand --store 'SQLite run store [$CANVAS_STORE, else ~/.local/share/canvas/canvas.db]'
+            cand --mock-llm 'Answer every model call from a script (docs/mock-llm.md), offline'
+            cand --llm-config 'Providers (docs/providers.md) [$CANVAS_LLM_CONFIG, ~/.config/canvas/llm.yaml]'
+            cand --model 'The model of components whose llm_id is empty'
+            cand --record 'Save every model call and its answer (for --replay)'
+            cand --replay 'Answer model calls from a --record file; any other call fails'
+            cand --mcp-config 'Where the MCP servers an Agent names are (YAML)'
+            cand --output-dir 'Where generated files go (documents, workbooks, code artifacts)'
+            cand --max-parallel 'Most components running at once'
+            cand --timeout 'Wall-clock limit for the whole turn, in seconds'
+            cand --seed 'Seed for random choices (Message alternatives): reproducible runs'
+            cand --allow-private-network 'Let tools reach private addresses [also: CANVAS_ALLOW_PRIVATE=1]'
+            cand --allow-sql-writes 'Let ExeSQL run INSERT, UPDATE and DELETE (refused by default)'
+            cand --non-interactive 'Never prompt (implied when stdin is not a terminal)'
+            cand -v 'More output: node starts, error causes'
+            cand --verbose 'More output: node starts, error causes'
+            cand --quiet 'Less output: message text and errors only'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'canvas;resume'= {
+            cand --canvas-changed 'Run the stored canvas even though its file changed since the run started'
+            cand -q '`sys.query` for this turn'
+            cand --query '`sys.query` for this turn'
+            cand -i 'A Begin input or form field, as KEY=VALUE (repeatable)'
+            cand --input 'A Begin input or form field, as KEY=VALUE (repeatable)'
+            cand --inputs 'A JSON or YAML file mapping field keys to values'
+            cand --format 'text (default on a terminal), jsonl (one event per line) or sse'
+            cand --store 'SQLite run store [$CANVAS_STORE, else ~/.local/share/canvas/canvas.db]'
+            cand --mock-llm 'Answer every model call from a script (docs/mock-llm.md), offline'
+            cand --llm-config 'Providers (docs/providers.md) [$CANVAS_LLM_CONFIG, ~/.config/canvas/llm.yaml]'
+            cand --model 'The model of components whose llm_id is empty'
+            cand --record 'Save every model call and its answer (for --replay)'
+            cand --replay 'Answer model calls from a --record file; any other call fails'
+            cand --mcp-config 'Where the MCP servers an Agent names are (YAML)'
+            cand --output-dir 'Where generated files go (documents, workbooks, code artifacts)'
+            cand --max-parallel 'Most components running at once'
+            cand --timeout 'Wall-clock limit for the whole turn, in seconds'
+            cand --seed 'Seed for random choices (Message alternatives): reproducible runs'
+            cand --allow-private-network 'Let tools reach private addresses [also: CANVAS_ALLOW_PRIVATE=1]'
+            cand --allow-sql-writes 'Let ExeSQL run INSERT, UPDATE and DELETE (refused by default)'
+            cand --non-interactive 'Never prompt (implied when stdin is not a terminal)'
+            cand -v 'More output: node starts, error causes'
+            cand --verbose 'More output: node starts, error causes'
+            cand --quiet 'Less output: message text and errors only'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'canvas;chat'= {
+            cand -q '`sys.query` for this turn'
+            cand --query '`sys.query` for this turn'
+            cand -i 'A Begin input or form field, as KEY=VALUE (repeatable)'
+            cand --input 'A Begin input or form field, as KEY=VALUE (repeatable)'
+            cand --inputs 'A JSON or YAML file mapping field keys to values'
+            cand --format 'text (default on a terminal), jsonl (one event per line) or sse'
+            cand --store 'SQLite run store [$CANVAS_STORE, else ~/.local/share/canvas/canvas.db]'
+            cand --mock-llm 'Answer every model call from a script (docs/mock-llm.md), offline'
+            cand --llm-config 'Providers (docs/providers.md) [$CANVAS_LLM_CONFIG, ~/.config/canvas/llm.yaml]'
+            cand --model 'The model of components whose llm_id is empty'
+            cand --record 'Save every model call and its answer (for --replay)'
+            cand --replay 'Answer model calls from a --record file; any other call fails'
+            cand --mcp-config 'Where the MCP servers an Agent names are (YAML)'
+            cand --output-dir 'Where generated files go (documents, workbooks, code artifacts)'
+            cand --max-parallel 'Most components running at once'
+            cand --timeout 'Wall-clock limit for the whole turn, in seconds'
+            cand --seed 'Seed for random choices (Message alternatives): reproducible runs'
+            cand --allow-private-network 'Let tools reach private addresses [also: CANVAS_ALLOW_PRIVATE=1]'
+            cand --allow-sql-writes 'Let ExeSQL run INSERT, UPDATE and DELETE (refused by default)'
+            cand --non-interactive 'Never prompt (implied when stdin is not a terminal)'
+            cand -v 'More output: node starts, error causes'
+            cand --verbose 'More output: node starts, error causes'
+            cand --quiet 'Less output: message text and errors only'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'canvas;runs'= {
+            cand --status 'Only runs with this status'
+            cand --limit 'At most N runs (0 = all)'
+            cand --format 'Output format'
+            cand --store 'SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db]'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'canvas;show'= {
+            cand --format 'Output format'
+            cand --store 'SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db]'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'canvas;events'= {
+            cand --format 'Output format [default: text on a terminal, jsonl otherwise]'
+            cand --turn 'Only the events of turn N (the first turn is 1)'
+            cand --store 'SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db]'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'canvas;cancel'= {
+            cand --store 'SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db]'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'canvas;validate'= {
+            cand --format 'Output format'
+            cand --strict 'Fail on warnings too'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'canvas;migrate'= {
+            cand -o 'Write the migrated canvas to OUT (one input file only)'
+            cand --output 'Write the migrated canvas to OUT (one input file only)'
+            cand --format 'Output format'
+            cand --write 'Rewrite each file in place (only files that need it are touched)'
+            cand --check 'Exit 1 when any file needs migrating (for CI); nothing is written'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'canvas;graph'= {
+            cand --format 'Output format'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'canvas;components'= {
+            cand --format 'Output format'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'canvas;completions'= {
+            cand --dir 'Write every shell''s script into DIR instead (the repository''s `completions/`)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'canvas;man'= {
+            cand --dir 'Write `canvas.1` and one `canvas-<command>.1` per subcommand into DIR'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+    ]
+    $completions[$command]
+}
