@@ -127,13 +127,15 @@ fn render_text(
     ends: &[RunEnd],
 ) -> io::Result<()> {
     let color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let opts = TextOptions {
-        color,
-        spinner: false,
-        verbose: false,
-        quiet: false,
-    };
-    for ((t, evs), end) in groups.iter().zip(ends) {
+    for (i, ((t, evs), end)) in groups.iter().zip(ends).enumerate() {
+        let opts = TextOptions {
+            color,
+            spinner: false,
+            verbose: false,
+            quiet: false,
+            // Only a run's last turn can still be waiting for its answers.
+            prompts: i + 1 < groups.len(),
+        };
         if groups.len() > 1 {
             let header = format!("── turn {t} ──");
             let mut out = io::stdout();

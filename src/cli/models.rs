@@ -129,10 +129,13 @@ impl ModelSetup {
             }
             for id in ids {
                 p.resolve(&id).map_err(|e| {
-                    CliError::invalid(format!(
-                        "{label}: component {:?} ({}): {e}",
-                        node.id, node.class
-                    ))
+                    let place = format!("{label}: component {:?} ({})", node.id, node.class);
+                    match e {
+                        crate::llm::LlmError::Resolve { message, hint } => {
+                            CliError::invalid(format!("{place}: {message}")).hint(hint)
+                        }
+                        other => CliError::invalid(format!("{place}: {other}")),
+                    }
                 })?;
             }
         }

@@ -99,6 +99,12 @@ impl TurnArgs {
         })
     }
 
+    /// Whether the turn's output is text on a terminal (which shows its own summary).
+    fn shows_text_on_terminal(&self) -> bool {
+        let tty = io::stdout().is_terminal();
+        !self.quiet && tty && self.format.is_none_or(|f| f == RunFormat::Text)
+    }
+
     fn renderer(&self) -> Box<dyn Renderer> {
         let stdout = io::stdout();
         let format = self.format.unwrap_or(if stdout.is_terminal() {
@@ -120,6 +126,7 @@ impl TurnArgs {
                         spinner,
                         verbose: self.verbose,
                         quiet: self.quiet,
+                        prompts: crate::ui::prompt::can_prompt(self.non_interactive),
                     },
                 ))
             }
@@ -482,7 +489,9 @@ impl Session<'_> {
                     RunStatus::Failed,
                     Some(error),
                     None,
-                    Err(CliError::new(exit::FAILED, msg)),
+                    Err(CliError::new(exit::FAILED, msg).hint(format!(
+                        "the run is stored: `canvas events {run_id}` shows what led there"
+                    ))),
                 )
             }
             Err(RunError::Crash {
@@ -498,7 +507,10 @@ impl Session<'_> {
                     RunStatus::Failed,
                     Some(message),
                     None,
-                    Err(CliError::new(exit::FAILED, msg)),
+                    Err(CliError::new(exit::FAILED, msg).hint(format!(
+                        "the run is stored: `canvas events {run_id}` shows what led there; \
+                         `canvas validate` checks the canvas"
+                    ))),
                 )
             }
             Err(RunError::Sink(e)) => {
@@ -535,8 +547,11 @@ impl Session<'_> {
             }
         }
         let _ = io::stdout().flush();
+        // The text summary on a terminal already says how to answer; elsewhere (JSON
+        // lines, redirected text) stderr carries the run id, as the contract says.
+        let summary_shown = self.args.shows_text_on_terminal();
         if let Some(f) = &form {
-            if !crate::ui::prompt::can_prompt(self.args.non_interactive) {
+            if !crate::ui::prompt::can_prompt(self.args.non_interactive) && !summary_shown {
                 let fields: Vec<String> = f["inputs"]
                     .as_object()
                     .map(|o| o.keys().map(|k| format!("-i {k}=…")).collect())

@@ -244,6 +244,15 @@ pub enum LlmError {
     /// factory, unknown factory, missing key). The message says what to do.
     #[error("{0}")]
     Config(String),
+    /// A model cannot be resolved (no model, no factory, unknown factory, no base URL,
+    /// missing key): what is wrong and what to do, shown apart by the CLI.
+    #[error("{message}: {hint}")]
+    Resolve {
+        /// What is wrong.
+        message: String,
+        /// What to do about it.
+        hint: String,
+    },
     /// A call failed (after its retries).
     #[error("{code} - {message}")]
     Call {

@@ -463,10 +463,9 @@ impl Providers {
             return Ok(llm_id);
         }
         self.default_id().ok_or_else(|| {
-            LlmError::Config(
-                "component has no model (llm_id is empty): pass --model MODEL@FACTORY or set \
-                 default_model in llm.yaml"
-                    .to_string(),
+            resolve_error(
+                "component has no model (llm_id is empty)".to_string(),
+                "pass --model MODEL@FACTORY or set default_model in llm.yaml".to_string(),
             )
         })
     }
@@ -511,20 +510,25 @@ impl Providers {
             .or(id.factory.as_deref());
         let Some(factory_name) = factory_name else {
             let m = &id.model;
-            return Err(LlmError::Config(format!(
-                "model {raw:?} names no factory: write it as NAME@FACTORY (e.g. \"{m}@OpenAI\") \
-                 or add it under models: in llm.yaml, e.g. models: {{\"{m}\": {{factory: OpenAI}}}}"
-            )));
+            return Err(resolve_error(
+                format!("model {raw:?} names no factory"),
+                format!(
+                    "write it as NAME@FACTORY (e.g. \"{m}@OpenAI\") or add it under models: in \
+                     llm.yaml, e.g. models: {{\"{m}\": {{factory: OpenAI}}}}"
+                ),
+            ));
         };
         let builtin = find_factory(factory_name);
         let configured = self.factory_entry(factory_name);
         if builtin.is_none() && configured.is_none() {
             let env = suggested_key_env(factory_name);
-            return Err(LlmError::Config(format!(
-                "model {raw:?}: unknown factory {factory_name:?}: add it under factories: in \
-                 llm.yaml, e.g. factories: {{{factory_name}: {{base_url: https://HOST/v1, \
-                 api_key_env: {env}}}}}"
-            )));
+            return Err(resolve_error(
+                format!("model {raw:?}: unknown factory {factory_name:?}"),
+                format!(
+                    "add it under factories: in llm.yaml, e.g. factories: {{{factory_name}: \
+                     {{base_url: https://HOST/v1, api_key_env: {env}}}}}"
+                ),
+            ));
         }
         let fconf = configured.map(|(_, c)| c);
         let factory = builtin
@@ -591,10 +595,13 @@ impl Providers {
             .and_then(|f| f.base_url)
             .map(str::to_string)
             .ok_or_else(|| {
-                LlmError::Config(format!(
-                    "model {raw:?} needs a base URL: set base_url for it under models: or for \
-                     {factory} under factories: in llm.yaml"
-                ))
+                resolve_error(
+                    format!("model {raw:?} needs a base URL"),
+                    format!(
+                        "set base_url for it under models: or for {factory} under factories: \
+                         in llm.yaml"
+                    ),
+                )
             })
     }
 
@@ -627,9 +634,10 @@ impl Providers {
         }
         let required = named.is_some() || builtin.is_some_and(|f| f.key_required);
         match var {
-            Some(var) if required => Err(LlmError::Config(format!(
-                "model {raw:?} needs an API key: set {var} (or api_key_env / api_key in llm.yaml)"
-            ))),
+            Some(var) if required => Err(resolve_error(
+                format!("model {raw:?} needs an API key"),
+                format!("set {var} (or api_key_env / api_key in llm.yaml)"),
+            )),
             _ => Ok(None),
         }
     }
@@ -683,6 +691,11 @@ fn with_v1(url: &str) -> String {
     } else {
         format!("{url}/v1")
     }
+}
+
+/// A model that cannot be resolved: what, and what to do.
+fn resolve_error(message: String, hint: String) -> LlmError {
+    LlmError::Resolve { message, hint }
 }
 
 /// A host variable (`OLLAMA_HOST`) as a URL, the way Ollama reads it: no scheme means
@@ -748,7 +761,7 @@ mod tests {
 
     fn config_err(p: &Providers, id: &str) -> String {
         match p.resolve(id) {
-            Err(LlmError::Config(m)) => m,
+            Err(e @ LlmError::Resolve { .. }) => e.to_string(),
             other => panic!("{id}: {other:?}"),
         }
     }
@@ -995,7 +1008,7 @@ models:
         let c = p.openai_model("r@Ollama").unwrap();
         assert!(!Arc::ptr_eq(&a, &c));
         assert!(p.model("r@Ollama").is_ok());
-        assert!(matches!(p.model("x@Nope"), Err(LlmError::Config(_))));
+        assert!(matches!(p.model("x@Nope"), Err(LlmError::Resolve { .. })));
     }
 
     #[test]

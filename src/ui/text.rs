@@ -1,10 +1,12 @@
-//! Human text output: one line per finished node with its time, message text as it
-//! streams, and a summary. A spinner (stderr, terminals only) shows running nodes.
+//! Human text output: a spinner per running node (stderr, terminals only; several at
+//! once for parallel branches), message text as it streams (reasoning dimmed), one line
+//! per finished node with its time and tokens, and a compact summary.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{Renderer, RunEnd};
 use crate::engine::{Event, EventKind};
@@ -14,12 +16,82 @@ use crate::engine::{Event, EventKind};
 pub struct TextOptions {
     /// ANSI colors.
     pub color: bool,
-    /// A spinner on stderr while nodes run.
+    /// Spinners on stderr while nodes run.
     pub spinner: bool,
     /// More lines (node starts).
     pub verbose: bool,
     /// Only message text.
     pub quiet: bool,
+    /// A waiting form is asked on the terminal right after the turn, so the summary
+    /// does not tell how to answer it.
+    pub prompts: bool,
+}
+
+/// The spinners of running nodes.
+struct Spinners {
+    multi: MultiProgress,
+    style: ProgressStyle,
+    running: HashMap<String, ProgressBar>,
+    /// Hidden while message text streams, so bars never split a line of text.
+    hidden: bool,
+}
+
+impl Spinners {
+    fn new(color: bool) -> Self {
+        let template = if color {
+            "{spinner:.cyan} {msg} {elapsed:.dim}"
+        } else {
+            "{spinner} {msg} {elapsed}"
+        };
+        Spinners {
+            multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
+            style: ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            running: HashMap::new(),
+            hidden: false,
+        }
+    }
+
+    fn start(&mut self, id: &str, label: String) {
+        let pb = self.multi.add(ProgressBar::new_spinner());
+        pb.set_style(self.style.clone());
+        pb.set_message(label);
+        pb.enable_steady_tick(Duration::from_millis(100));
+        if let Some(old) = self.running.insert(id.to_string(), pb) {
+            old.finish_and_clear();
+            self.multi.remove(&old);
+        }
+    }
+
+    fn stop(&mut self, id: &str) {
+        if let Some(pb) = self.running.remove(id) {
+            pb.finish_and_clear();
+            self.multi.remove(&pb);
+        }
+    }
+
+    fn hide(&mut self) {
+        if !self.hidden {
+            self.hidden = true;
+            let _ = self.multi.clear();
+            self.multi.set_draw_target(ProgressDrawTarget::hidden());
+        }
+    }
+
+    fn show(&mut self) {
+        if self.hidden {
+            self.hidden = false;
+            self.multi.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    }
+
+    fn clear(&mut self) {
+        for (_, pb) in self.running.drain() {
+            pb.finish_and_clear();
+            self.multi.remove(&pb);
+        }
+        let _ = self.multi.clear();
+    }
 }
 
 /// Renders events as text for people.
@@ -30,29 +102,31 @@ pub struct TextRenderer<W: Write + Send> {
     /// Inside a model's reasoning (between `start_to_think` and `end_to_think`).
     thinking: bool,
     nodes: usize,
-    spinner: Option<ProgressBar>,
+    tokens: u64,
+    /// The turn's span, from the finished nodes' start and end times (live and replayed
+    /// streams alike).
+    first_start: Option<f64>,
+    last_end: f64,
+    /// The fields of the form the turn stopped at.
+    form_fields: Vec<String>,
+    spinners: Option<Spinners>,
     run_id: String,
 }
 
 impl<W: Write + Send> TextRenderer<W> {
     /// A renderer writing to `out`.
     pub fn new(out: W, opts: TextOptions) -> Self {
-        let spinner = opts.spinner.then(|| {
-            let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-            pb.set_style(
-                ProgressStyle::with_template("{spinner} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            pb.enable_steady_tick(Duration::from_millis(100));
-            pb
-        });
         TextRenderer {
             out,
             opts,
             in_message: false,
             thinking: false,
             nodes: 0,
-            spinner,
+            tokens: 0,
+            first_start: None,
+            last_end: 0.0,
+            form_fields: Vec::new(),
+            spinners: (opts.spinner && !opts.quiet).then(|| Spinners::new(opts.color)),
             run_id: String::new(),
         }
     }
@@ -69,17 +143,49 @@ impl<W: Write + Send> TextRenderer<W> {
         if self.in_message {
             self.in_message = false;
             self.out.write_all(b"\n")?;
+            self.out.flush()?;
+        }
+        if let Some(sp) = &mut self.spinners {
+            sp.show();
         }
         Ok(())
     }
 
+    /// Write text above the spinners.
+    fn write(&mut self, text: &str) -> io::Result<()> {
+        let out = &mut self.out;
+        match &self.spinners {
+            Some(sp) if !sp.hidden => sp.multi.suspend(|| {
+                out.write_all(text.as_bytes())?;
+                out.flush()
+            }),
+            _ => {
+                out.write_all(text.as_bytes())?;
+                out.flush()
+            }
+        }
+    }
+
     fn line(&mut self, s: &str) -> io::Result<()> {
         self.end_message()?;
-        let out = &mut self.out;
-        match &self.spinner {
-            Some(pb) => pb.suspend(|| writeln!(out, "{s}")),
-            None => writeln!(out, "{s}"),
+        self.write(&format!("{s}\n"))
+    }
+
+    /// `4 nodes · 1.25 s · 523 tokens · run 01J…`
+    fn tally(&self) -> String {
+        let mut parts = vec![format!(
+            "{} node{}",
+            self.nodes,
+            if self.nodes == 1 { "" } else { "s" }
+        )];
+        if let Some(start) = self.first_start {
+            parts.push(human_duration(self.last_end - start));
         }
+        if self.tokens > 0 {
+            parts.push(format!("{} tokens", self.tokens));
+        }
+        parts.push(format!("run {}", self.run_id));
+        parts.join(" · ")
     }
 }
 
@@ -90,8 +196,10 @@ pub fn human_duration(secs: f64) -> String {
         format!("{:.0} µs", secs * 1e6)
     } else if secs < 1.0 {
         format!("{:.1} ms", secs * 1e3)
-    } else {
+    } else if secs < 60.0 {
         format!("{secs:.2} s")
+    } else {
+        format!("{}m {:02}s", (secs / 60.0).floor(), (secs % 60.0).floor())
     }
 }
 
@@ -101,12 +209,12 @@ impl<W: Write + Send> Renderer for TextRenderer<W> {
         match &ev.kind {
             EventKind::WorkflowStarted { .. } => {}
             EventKind::NodeStarted(n) => {
-                if let Some(pb) = &self.spinner {
-                    pb.set_message(format!("{} ({})", n.component_id, n.component_type));
+                let label = format!("{} ({})", n.component_id, n.component_type);
+                if let Some(sp) = &mut self.spinners {
+                    sp.start(&n.component_id, label.clone());
                 }
                 if self.opts.verbose && !self.opts.quiet {
-                    let s =
-                        self.paint("2", &format!("▸ {} ({})", n.component_id, n.component_type));
+                    let s = self.paint("2", &format!("▸ {label}"));
                     self.line(&s)?;
                 }
             }
@@ -133,17 +241,26 @@ impl<W: Write + Send> Renderer for TextRenderer<W> {
                 if text.is_empty() {
                     return Ok(());
                 }
-                let out = &mut self.out;
-                match &self.spinner {
-                    Some(pb) => pb.suspend(|| out.write_all(text.as_bytes()))?,
-                    None => out.write_all(text.as_bytes())?,
+                if let Some(sp) = &mut self.spinners {
+                    sp.hide();
                 }
-                self.out.flush()?;
+                self.write(&text)?;
                 self.in_message = true;
             }
             EventKind::MessageEnd(_) => self.end_message()?,
             EventKind::NodeFinished(n) => {
                 self.nodes += 1;
+                if let Some(u) = &n.usage {
+                    self.tokens += u.total_tokens;
+                }
+                if n.created_at > 0.0 {
+                    let start = self.first_start.get_or_insert(n.created_at);
+                    *start = start.min(n.created_at);
+                    self.last_end = self.last_end.max(n.created_at + n.elapsed_time);
+                }
+                if let Some(sp) = &mut self.spinners {
+                    sp.stop(&n.component_id);
+                }
                 if self.opts.quiet {
                     return Ok(());
                 }
@@ -166,8 +283,11 @@ impl<W: Write + Send> Renderer for TextRenderer<W> {
                 self.line(&s)?;
             }
             EventKind::UserInputs { inputs, tips } => {
-                let fields: Vec<&str> = inputs.keys().map(String::as_str).collect();
-                let mut s = format!("? waiting for input: {}", fields.join(", "));
+                self.form_fields = inputs.keys().cloned().collect();
+                if self.opts.quiet {
+                    return Ok(());
+                }
+                let mut s = format!("? waiting for input: {}", self.form_fields.join(", "));
                 if !tips.is_empty() {
                     s.push_str(&format!("\n  {tips}"));
                 }
@@ -175,17 +295,10 @@ impl<W: Write + Send> Renderer for TextRenderer<W> {
                 self.line(&s)?;
             }
             EventKind::WorkflowFinished(w) => {
-                if !self.opts.quiet {
-                    let s = self.paint(
-                        "2",
-                        &format!(
-                            "finished in {} · {} nodes · run {}",
-                            human_duration(w.elapsed_time),
-                            self.nodes,
-                            ev.task_id
-                        ),
-                    );
-                    self.line(&s)?;
+                self.tokens = self.tokens.max(w.usage.total_tokens);
+                if self.first_start.is_none() && w.elapsed_time > 0.0 {
+                    self.first_start = Some(0.0);
+                    self.last_end = w.elapsed_time;
                 }
             }
         }
@@ -193,37 +306,41 @@ impl<W: Write + Send> Renderer for TextRenderer<W> {
     }
 
     fn finish(&mut self, end: &RunEnd) -> io::Result<()> {
-        if let Some(pb) = self.spinner.take() {
-            pb.finish_and_clear();
+        if let Some(sp) = &mut self.spinners {
+            sp.clear();
         }
+        self.spinners = None;
         self.end_message()?;
-        if let RunEnd::Failed { component_id, .. } = end {
-            if !self.opts.quiet {
-                let s = self.paint(
-                    "31",
-                    &format!(
-                        "failed at {component_id} · {} nodes · run {}",
-                        self.nodes, self.run_id
-                    ),
-                );
-                self.line(&s)?;
+        if self.opts.quiet {
+            return self.out.flush();
+        }
+        let tally = self.tally();
+        let summary = match end {
+            RunEnd::Finished => self.paint("32", &format!("✓ finished · {tally}")),
+            RunEnd::Failed { component_id, .. } => {
+                self.paint("31", &format!("✗ failed at {component_id} · {tally}"))
             }
-        }
-        let stopped = match end {
-            RunEnd::Interrupted => Some("interrupted"),
-            RunEnd::Cancelled => Some("cancelled"),
-            _ => None,
+            RunEnd::Crashed => self.paint("31", &format!("✗ stopped · {tally}")),
+            RunEnd::Waiting => {
+                let mut s = format!("⏸ waiting for input · {tally}");
+                if !self.opts.prompts {
+                    let answers: Vec<String> = self
+                        .form_fields
+                        .iter()
+                        .map(|k| format!(" -i {k}=…"))
+                        .collect();
+                    s.push_str(&format!(
+                        "\n  next: canvas resume {}{}",
+                        self.run_id,
+                        answers.concat()
+                    ));
+                }
+                self.paint("33", &s)
+            }
+            RunEnd::Interrupted => self.paint("33", &format!("⏸ interrupted · {tally}")),
+            RunEnd::Cancelled => self.paint("33", &format!("⏸ cancelled · {tally}")),
         };
-        if let Some(how) = stopped.filter(|_| !self.opts.quiet) {
-            let s = self.paint(
-                "33",
-                &format!(
-                    "{how} · {} nodes · canvas resume {} continues it",
-                    self.nodes, self.run_id
-                ),
-            );
-            self.line(&s)?;
-        }
+        self.line(&summary)?;
         self.out.flush()
     }
 }
@@ -264,14 +381,111 @@ mod tests {
             component_type: "Message".into(),
             error: None,
             elapsed_time: 0.0123,
-            created_at: 0.0,
+            created_at: 100.0,
             usage: None,
         })))
         .unwrap();
         r.finish(&RunEnd::Finished).unwrap();
         assert_eq!(
             String::from_utf8(buf).unwrap(),
-            "Hello world\n✓ Message:M (Message) 12.3 ms\n"
+            "Hello world\n✓ Message:M (Message) 12.3 ms\n✓ finished · 1 node · 12.3 ms · run run1\n"
+        );
+    }
+
+    fn finished(id: &str, start: f64, secs: f64, tokens: Option<u64>) -> Event {
+        ev(EventKind::NodeFinished(NodeFinished {
+            inputs: Object::new(),
+            outputs: Object::new(),
+            component_id: id.into(),
+            component_name: String::new(),
+            component_type: "LLM".into(),
+            error: None,
+            elapsed_time: secs,
+            created_at: start,
+            usage: tokens.map(|t| crate::engine::events::Usage {
+                prompt_tokens: t - 1,
+                completion_tokens: 1,
+                total_tokens: t,
+                calls: 1,
+            }),
+        }))
+    }
+
+    fn form() -> Event {
+        let mut inputs = Object::new();
+        inputs.insert("days".into(), json!({"type": "integer"}));
+        inputs.insert("pace".into(), json!({"type": "options"}));
+        ev(EventKind::UserInputs {
+            inputs,
+            tips: String::new(),
+        })
+    }
+
+    #[test]
+    fn a_waiting_summary_spans_parallel_nodes_and_says_how_to_answer() {
+        let mut buf = Vec::new();
+        let mut r = TextRenderer::new(&mut buf, TextOptions::default());
+        // Two nodes that overlapped: 10.0–10.5 and 10.1–11.25; the turn spans 1.25 s.
+        r.event(&finished("LLM:A", 10.0, 0.5, Some(30))).unwrap();
+        r.event(&finished("LLM:B", 10.1, 1.15, Some(12))).unwrap();
+        r.event(&form()).unwrap();
+        r.finish(&RunEnd::Waiting).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        let tail: Vec<&str> = text.lines().skip(2).collect();
+        assert_eq!(
+            tail,
+            [
+                "? waiting for input: days, pace",
+                "⏸ waiting for input · 2 nodes · 1.25 s · 42 tokens · run run1",
+                "  next: canvas resume run1 -i days=… -i pace=…",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_form_asked_on_the_terminal_gets_no_next_step_and_quiet_gets_no_summary() {
+        let mut buf = Vec::new();
+        let opts = TextOptions {
+            prompts: true,
+            ..TextOptions::default()
+        };
+        let mut r = TextRenderer::new(&mut buf, opts);
+        r.event(&form()).unwrap();
+        r.finish(&RunEnd::Waiting).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        assert!(!text.contains("next:"), "{text}");
+
+        let mut buf = Vec::new();
+        let quiet = TextOptions {
+            quiet: true,
+            ..TextOptions::default()
+        };
+        let mut r = TextRenderer::new(&mut buf, quiet);
+        r.event(&finished("LLM:A", 10.0, 0.5, Some(30))).unwrap();
+        r.event(&form()).unwrap();
+        r.finish(&RunEnd::Waiting).unwrap();
+        assert_eq!(String::from_utf8(buf).unwrap(), "");
+    }
+
+    #[test]
+    fn colors_only_when_asked() {
+        let mut plain = Vec::new();
+        let mut r = TextRenderer::new(&mut plain, TextOptions::default());
+        r.event(&finished("LLM:A", 10.0, 0.5, None)).unwrap();
+        r.finish(&RunEnd::Finished).unwrap();
+        assert!(!String::from_utf8(plain).unwrap().contains('\x1b'));
+        let mut colored = Vec::new();
+        let opts = TextOptions {
+            color: true,
+            ..TextOptions::default()
+        };
+        let mut r = TextRenderer::new(&mut colored, opts);
+        r.event(&finished("LLM:A", 10.0, 0.5, None)).unwrap();
+        r.finish(&RunEnd::Finished).unwrap();
+        assert!(
+            String::from_utf8(colored)
+                .unwrap()
+                .contains("\x1b[32m✓\x1b[0m")
         );
     }
 
@@ -298,5 +512,6 @@ mod tests {
     fn durations_are_short() {
         assert_eq!(human_duration(0.0000042), "4 µs");
         assert_eq!(human_duration(2.5), "2.50 s");
+        assert_eq!(human_duration(125.0), "2m 05s");
     }
 }

@@ -113,6 +113,14 @@ fn one_error_line(out: &Output) -> String {
     lines[0].to_string()
 }
 
+/// The `hint:` line that follows an error.
+fn hint_line(out: &Output) -> String {
+    let err = stderr(out);
+    let hints: Vec<&str> = err.lines().filter(|l| l.starts_with("hint: ")).collect();
+    assert_eq!(hints.len(), 1, "one hint line expected: {err:?}");
+    hints[0].to_string()
+}
+
 /// What two runs must share: event kinds, component ids, message texts, outputs and
 /// usage; ids and times left out.
 fn comparable(evs: &[Value]) -> Vec<Value> {
@@ -439,9 +447,14 @@ fn a_missing_key_is_named_before_the_run() {
         .unwrap();
     expect_code(&out, 2, "a missing DeepSeek key");
     let line = one_error_line(&out);
-    for needle in ["DEEPSEEK_API_KEY", "LLM:G"] {
+    for needle in ["needs an API key", "LLM:G"] {
         assert!(line.contains(needle), "{needle:?} missing from {line:?}");
     }
+    assert!(
+        hint_line(&out).contains("set DEEPSEEK_API_KEY"),
+        "{}",
+        stderr(&out)
+    );
     assert!(
         out.stdout.is_empty(),
         "no run events expected: {}",
@@ -461,8 +474,9 @@ fn an_empty_llm_id_uses_model_or_says_how() {
         .unwrap();
     expect_code(&out, 2, "an empty llm_id and no --model");
     let line = one_error_line(&out);
-    assert!(line.contains("--model"), "{line}");
+    assert!(line.contains("no model"), "{line}");
     assert!(line.contains("LLM:G"), "{line}");
+    assert!(hint_line(&out).contains("--model"), "{}", stderr(&out));
     assert!(out.stdout.is_empty());
 
     let server = FakeServer::start(vec![Reply::sse(&["from ", "the default"])]);

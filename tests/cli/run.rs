@@ -90,7 +90,11 @@ fn stdin_and_text_output() {
         s.contains("\nYou said:ping\n✓ Message:Echo (Message)"),
         "{s}"
     );
-    assert!(s.contains("finished in"), "{s}");
+    let summary = s.lines().last().unwrap_or_default();
+    assert!(
+        summary.starts_with("✓ finished · 3 nodes · ") && summary.contains(" · run "),
+        "{s}"
+    );
 }
 
 #[test]
