@@ -72,12 +72,10 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
         RunStatus::Waiting => true,
         RunStatus::Succeeded | RunStatus::Failed => false,
         RunStatus::Running | RunStatus::Interrupted | RunStatus::Cancelled => {
-            if !args.turn.query.is_empty()
-                || !args.turn.input.is_empty()
-                || args.turn.inputs.is_some()
-            {
+            if !args.turn.query.is_empty() {
                 eprintln!(
-                    "note: run {} is {}: resume continues its turn; -q and -i are not used",
+                    "note: run {} is {}: resume continues its turn; -q is not used \
+                     (-i answers the forms it reaches)",
                     rec.id, rec.status
                 );
             }

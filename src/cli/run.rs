@@ -36,6 +36,9 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
         .cloned()
         .unwrap_or_default();
     let mut run_inputs = inputs::collect(args.turn.inputs.as_deref(), &args.turn.input, &declared)?;
+    // Answers for the canvas's forms wait for their form (session::Presets); Begin gets
+    // the rest, as RAGFlow's API would.
+    run_inputs.retain(|k, _| declared.contains_key(k) || !form_field(&canvas, k));
     ask_missing_begin_inputs(&canvas, &declared, &mut run_inputs, &args.turn)?;
     let store = args.turn.open_store()?;
     let source = if label == "-" {
@@ -116,4 +119,15 @@ fn ask_missing_begin_inputs(
     })?;
     run_inputs.extend(inputs::from_answers(answers, declared));
     Ok(())
+}
+
+/// Whether a UserFillUp of the canvas asks for the field `key`.
+fn form_field(canvas: &Canvas, key: &str) -> bool {
+    canvas.nodes.values().any(|n| {
+        n.class.eq_ignore_ascii_case("UserFillUp")
+            && n.params
+                .get("inputs")
+                .and_then(Value::as_object)
+                .is_some_and(|i| i.contains_key(key))
+    })
 }

@@ -287,6 +287,7 @@ impl Session<'_> {
     ) -> Result<Driven, CliError> {
         let store_err =
             |e: crate::store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
+        let mut presets = Presets::default();
         loop {
             let (turn_no, cfg) = match next {
                 Next::Ask { form } => {
@@ -319,8 +320,17 @@ impl Session<'_> {
                 }
             };
             self.store.clear_cancel(&self.run_id).map_err(store_err)?;
-            let (after, code, form) = self.one_turn(state, turn_no, &cfg)?;
+            let (after, code, form, preset) = self.one_turn(state, turn_no, &cfg, &mut presets)?;
             state = after;
+            if let Some(inputs) = preset {
+                // Answers given with -i cover the form: answer it and go on.
+                next = Next::Turn {
+                    kind: TurnKind::Answer,
+                    query: String::new(),
+                    inputs,
+                };
+                continue;
+            }
             let Some(form) = form else {
                 return Ok(Driven { code, state });
             };
@@ -376,7 +386,8 @@ impl Session<'_> {
         state: RunState,
         turn_no: u32,
         cfg: &RunConfig,
-    ) -> Result<(RunState, u8, Option<Value>), CliError> {
+        presets: &mut Presets,
+    ) -> Result<(RunState, u8, Option<Value>, Option<Object>), CliError> {
         let run_id = &self.run_id;
         let label = &self.label;
         let mut reporter = Reporter {
@@ -434,7 +445,7 @@ impl Session<'_> {
                 .map(|n| format!(" ({})", n.class))
                 .unwrap_or_default()
         };
-        let (end, status, error, form, res) = match result {
+        let (mut end, status, error, form, res) = match result {
             Ok(Outcome::Finished { .. }) => (
                 RunEnd::Finished,
                 RunStatus::Succeeded,
@@ -522,12 +533,19 @@ impl Session<'_> {
                 };
                 let _ = reporter.flush(Some(&state), Some(end));
                 if e.kind() == io::ErrorKind::BrokenPipe {
-                    return Ok((state, exit::OK, None));
+                    return Ok((state, exit::OK, None, None));
                 }
                 return Err(CliError::new(exit::FAILED, format!("{label}: {e}"))
                     .hint(format!("canvas resume {run_id} continues it")));
             }
         };
+        let preset = match &form {
+            Some(f) => presets.answers(f, self.args)?,
+            None => None,
+        };
+        if preset.is_some() {
+            end = RunEnd::Answered;
+        }
         let end_rec = TurnEnd {
             status,
             error: error.as_deref(),
@@ -550,7 +568,7 @@ impl Session<'_> {
         // The text summary on a terminal already says how to answer; elsewhere (JSON
         // lines, redirected text) stderr carries the run id, as the contract says.
         let summary_shown = self.args.shows_text_on_terminal();
-        if let Some(f) = &form {
+        if let (Some(f), None) = (&form, &preset) {
             if !crate::ui::prompt::can_prompt(self.args.non_interactive) && !summary_shown {
                 let fields: Vec<String> = f["inputs"]
                     .as_object()
@@ -562,7 +580,41 @@ impl Session<'_> {
                 );
             }
         }
-        res.map(|code| (state, code, form))
+        res.map(|code| (state, code, form, preset))
+    }
+}
+
+/// Form answers given up front (`-i`, `--inputs`): a form whose required fields they
+/// all cover is answered with them, once (the same form asked again, in a Loop, waits).
+#[derive(Default)]
+struct Presets {
+    /// The field sets already answered.
+    used: std::collections::HashSet<Vec<String>>,
+}
+
+impl Presets {
+    fn answers(&mut self, form: &Value, args: &TurnArgs) -> Result<Option<Object>, CliError> {
+        if args.input.is_empty() && args.inputs.is_none() {
+            return Ok(None);
+        }
+        let declared = form["inputs"].as_object().cloned().unwrap_or_default();
+        let keys: Vec<String> = declared.keys().cloned().collect();
+        if keys.is_empty() || self.used.contains(&keys) {
+            return Ok(None);
+        }
+        let given = super::inputs::collect(args.inputs.as_deref(), &args.input, &declared)?;
+        let answers: Object = given
+            .into_iter()
+            .filter(|(k, _)| declared.contains_key(k))
+            .collect();
+        let covered = declared.iter().all(|(k, def)| {
+            answers.contains_key(k) || def.get("optional").and_then(Value::as_bool) == Some(true)
+        });
+        if answers.is_empty() || !covered {
+            return Ok(None);
+        }
+        self.used.insert(keys);
+        Ok(Some(answers))
     }
 }
 

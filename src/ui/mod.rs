@@ -28,6 +28,9 @@ pub enum RunEnd {
     },
     /// The run waits for a form.
     Waiting,
+    /// The run reached a form that answers given up front (`-i`) cover; it goes on at
+    /// once in this process.
+    Answered,
     /// The run crashed where RAGFlow crashes (or hit something unsupported).
     Crashed,
     /// Ctrl-C stopped the run at a node boundary; resumable.

@@ -284,10 +284,11 @@ impl<W: Write + Send> Renderer for TextRenderer<W> {
             }
             EventKind::UserInputs { inputs, tips } => {
                 self.form_fields = inputs.keys().cloned().collect();
-                if self.opts.quiet {
+                // A form asked right away shows its own tips and fields.
+                if self.opts.quiet || self.opts.prompts {
                     return Ok(());
                 }
-                let mut s = format!("? waiting for input: {}", self.form_fields.join(", "));
+                let mut s = format!("? form: {}", self.form_fields.join(", "));
                 if !tips.is_empty() {
                     s.push_str(&format!("\n  {tips}"));
                 }
@@ -311,7 +312,8 @@ impl<W: Write + Send> Renderer for TextRenderer<W> {
         }
         self.spinners = None;
         self.end_message()?;
-        if self.opts.quiet {
+        let asked_here = self.opts.prompts && *end == RunEnd::Waiting;
+        if self.opts.quiet || asked_here || *end == RunEnd::Answered {
             return self.out.flush();
         }
         let tally = self.tally();
@@ -322,22 +324,20 @@ impl<W: Write + Send> Renderer for TextRenderer<W> {
             }
             RunEnd::Crashed => self.paint("31", &format!("✗ stopped · {tally}")),
             RunEnd::Waiting => {
-                let mut s = format!("⏸ waiting for input · {tally}");
-                if !self.opts.prompts {
-                    let answers: Vec<String> = self
-                        .form_fields
-                        .iter()
-                        .map(|k| format!(" -i {k}=…"))
-                        .collect();
-                    s.push_str(&format!(
-                        "\n  next: canvas resume {}{}",
-                        self.run_id,
-                        answers.concat()
-                    ));
-                }
+                let answers: Vec<String> = self
+                    .form_fields
+                    .iter()
+                    .map(|k| format!(" -i {k}=…"))
+                    .collect();
+                let s = format!(
+                    "⏸ waiting for input · {tally}\n  next: canvas resume {}{}",
+                    self.run_id,
+                    answers.concat()
+                );
                 self.paint("33", &s)
             }
             RunEnd::Interrupted => self.paint("33", &format!("⏸ interrupted · {tally}")),
+            RunEnd::Answered => String::new(),
             RunEnd::Cancelled => self.paint("33", &format!("⏸ cancelled · {tally}")),
         };
         self.line(&summary)?;
@@ -435,7 +435,7 @@ mod tests {
         assert_eq!(
             tail,
             [
-                "? waiting for input: days, pace",
+                "? form: days, pace",
                 "⏸ waiting for input · 2 nodes · 1.25 s · 42 tokens · run run1",
                 "  next: canvas resume run1 -i days=… -i pace=…",
             ]
@@ -443,7 +443,7 @@ mod tests {
     }
 
     #[test]
-    fn a_form_asked_on_the_terminal_gets_no_next_step_and_quiet_gets_no_summary() {
+    fn a_form_asked_on_the_terminal_is_left_to_the_prompt_and_quiet_gets_no_summary() {
         let mut buf = Vec::new();
         let opts = TextOptions {
             prompts: true,
@@ -452,8 +452,7 @@ mod tests {
         let mut r = TextRenderer::new(&mut buf, opts);
         r.event(&form()).unwrap();
         r.finish(&RunEnd::Waiting).unwrap();
-        let text = String::from_utf8(buf).unwrap();
-        assert!(!text.contains("next:"), "{text}");
+        assert_eq!(String::from_utf8(buf).unwrap(), "");
 
         let mut buf = Vec::new();
         let quiet = TextOptions {

@@ -228,3 +228,94 @@ fn the_support_example_runs_offline_with_its_mock_script() {
     );
     assert_eq!(last["data"]["usage"]["calls"], 2);
 }
+
+/// Begin takes `who`; a form asks `days` (integer) and `pace` (options).
+const TWO_STEP: &str = r#"{"components": {
+  "begin": {"obj": {"component_name": "Begin", "params": {"inputs": {
+      "who": {"name": "Who", "type": "line", "optional": false}}}},
+    "downstream": ["UserFillUp:Plan"]},
+  "UserFillUp:Plan": {"obj": {"component_name": "UserFillUp", "params": {"inputs": {
+      "days": {"name": "Days", "type": "integer", "optional": false},
+      "pace": {"name": "Pace", "type": "options", "options": ["relaxed", "packed"], "optional": false}}}},
+    "downstream": ["Message:Done"]},
+  "Message:Done": {"obj": {"component_name": "Message", "params": {"stream": false, "content": [
+    "{begin@who}: {UserFillUp:Plan@days} days, {UserFillUp:Plan@pace}"]}},
+    "downstream": []}}}"#;
+
+#[test]
+fn form_answers_given_up_front_answer_the_form_when_it_is_reached() {
+    let dir = tempfile::tempdir().unwrap();
+    let flow = dir.path().join("two.json");
+    std::fs::write(&flow, TWO_STEP).unwrap();
+    let out = canvas()
+        .arg("run")
+        .arg(&flow)
+        .args(["-i", "who=Ada", "-i", "days=4", "-i", "pace=packed"])
+        .args(["--format", "jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let evs = events(&out.stdout);
+    // Begin gets only its own field; the form's answers wait for the form.
+    assert_eq!(
+        evs[0]["data"]["inputs"],
+        json!({"who": {"value": "Ada", "type": "line"}})
+    );
+    let form = evs
+        .iter()
+        .position(|e| e["event"] == "user_inputs")
+        .unwrap();
+    let done = evs.last().unwrap();
+    assert_eq!(done["event"], "workflow_finished");
+    assert!(form < evs.len() - 1);
+    // The answer is typed by the form: 4 is an integer.
+    let answered = evs
+        .iter()
+        .find(|e| e["event"] == "node_finished" && e["data"]["component_id"] == "UserFillUp:Plan")
+        .unwrap();
+    assert_eq!(answered["data"]["outputs"]["days"], json!(4));
+    assert_eq!(done["data"]["outputs"]["content"], "Ada: 4 days, packed");
+}
+
+#[test]
+fn a_form_answered_in_part_up_front_waits_and_says_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let flow = dir.path().join("two.json");
+    std::fs::write(&flow, TWO_STEP).unwrap();
+    let out = canvas()
+        .arg("run")
+        .arg(&flow)
+        .args(["-i", "who=Ada", "-i", "days=4", "--format", "jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("waiting for input: canvas resume ") && err.contains("-i pace="),
+        "{err}"
+    );
+    let out = canvas()
+        .args([
+            "resume",
+            "latest",
+            "-i",
+            "days=1",
+            "-i",
+            "pace=relaxed",
+            "--format",
+            "jsonl",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let evs = events(&out.stdout);
+    assert_eq!(
+        evs.last().unwrap()["data"]["outputs"]["content"],
+        "Ada: 1 days, relaxed"
+    );
+}

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::util::events;
+use crate::util::{canvases, events};
 
 const FORM: &str = r#"{"components": {
   "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["UserFillUp:Ask"]},
@@ -171,25 +171,39 @@ fn run_on_pty(dir: &Path, stdout_file: Option<&Path>) -> Session {
         "--store",
         dir.join("s.db")
     ]);
+    pty(dir, &argv, &steps(), stdout_file, &[("NO_COLOR", "1")])
+}
+
+/// Run `argv` on a pty played by [`DRIVER`] with `steps`, in a clean environment
+/// (`HOME` and the store in `dir`) plus `env`.
+fn pty(
+    dir: &Path,
+    argv: &Value,
+    steps: &Value,
+    stdout_file: Option<&Path>,
+    env: &[(&str, &str)],
+) -> Session {
     let out_path = dir.join("driver.out");
     let err_path = dir.join("driver.err");
-    let mut child = Command::new("python3")
-        .arg("-c")
+    let mut cmd = Command::new("python3");
+    cmd.arg("-c")
         .arg(DRIVER)
         .arg(argv.to_string())
-        .arg(steps().to_string())
+        .arg(steps.to_string())
         .arg(stdout_file.map(|p| p.as_os_str()).unwrap_or_default())
         // CI=true disables prompting; the test is about prompting.
         .env_remove("CI")
-        .env("NO_COLOR", "1")
-        .env("TERM", "xterm")
+        .env_remove("NO_COLOR")
+        .env("TERM", "xterm-256color")
         .env("HOME", dir)
         .env("CANVAS_STORE", dir.join("s.db"))
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out_path).unwrap())
-        .stderr(std::fs::File::create(&err_path).unwrap())
-        .spawn()
-        .expect("python3 starts");
+        .stderr(std::fs::File::create(&err_path).unwrap());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("python3 starts");
     // The driver times out every wait itself; this is the backstop if python hangs.
     let deadline = Instant::now() + Duration::from_secs(120);
     let status = loop {
@@ -298,4 +312,160 @@ fn prompts_stay_off_stdout() {
         s.terminal
     );
     assert!(!s.terminal.contains("{\"event\""), "{}", s.terminal);
+}
+
+/// The trip example: three model nodes in parallel, then a form (days, pace), then
+/// the answer. `extra` are more arguments.
+fn trip_argv(dir: &Path, extra: &[&str]) -> Value {
+    let bin = assert_cmd::cargo::cargo_bin("canvas");
+    let mut argv = vec![
+        json!(bin),
+        json!("run"),
+        json!(canvases().join("trip.yaml")),
+        json!("-i"),
+        json!("destination=Lisbon"),
+        json!("--mock-llm"),
+        json!(canvases().join("trip.mock.yaml")),
+        json!("--store"),
+        json!(dir.join("s.db")),
+    ];
+    argv.extend(extra.iter().map(|a| json!(a)));
+    Value::Array(argv)
+}
+
+/// The terminal's text without escape sequences, as lines (redraws included).
+fn screen_lines(terminal: &str) -> Vec<String> {
+    let csi = regex::Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]").unwrap();
+    csi.replace_all(terminal, "")
+        .split(['\n', '\r'])
+        .map(|l| l.trim_end().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Color (SGR) sequences in the terminal's output.
+fn colors(terminal: &str) -> usize {
+    regex::Regex::new(r"\x1b\[[0-9;]*m")
+        .unwrap()
+        .find_iter(terminal)
+        .count()
+}
+
+/// The most spinner lines of running model nodes drawn together, one under the other.
+fn most_spinners_at_once(lines: &[String]) -> usize {
+    let spinner = regex::Regex::new(r"^[⠁⠂⠄⡀⢀⠠⠐⠈⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] LLM:\S+ \(LLM\)").unwrap();
+    let (mut best, mut run) = (0, 0);
+    for l in lines {
+        if spinner.is_match(l) {
+            run += 1;
+            best = best.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    best
+}
+
+#[test]
+fn text_output_shows_parallel_spinners_then_asks_the_form() {
+    if !have_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The second option of Pace is "packed": the menu moves down once.
+    let steps = json!([["Days", "3\r"], ["Pace", "j\r"]]);
+    let s = pty(dir.path(), &trip_argv(dir.path(), &[]), &steps, None, &[]);
+    check_session(&s);
+    let lines = screen_lines(&s.terminal);
+    let shown = lines.join("\n");
+    assert!(
+        most_spinners_at_once(&lines) >= 3,
+        "three parallel nodes never had their spinners on screen at once:\n{shown}"
+    );
+    for (i, l) in lines.iter().enumerate() {
+        if l.starts_with("✓ LLM:") {
+            assert!(l.contains("tokens"), "line {i}: {l}");
+        }
+    }
+    let finished: Vec<&String> = lines.iter().filter(|l| l.starts_with("✓ LLM:")).collect();
+    assert_eq!(finished.len(), 3, "{shown}");
+    let answer = lines
+        .iter()
+        .find(|l| l.contains("days=3") || l.contains("3 days"))
+        .unwrap_or_else(|| panic!("the answer does not use the form's days:\n{shown}"));
+    assert!(answer.contains("packed"), "{answer}");
+    let summary = lines.last().unwrap();
+    assert!(
+        summary.starts_with("✓ finished · ") && summary.contains(" · run "),
+        "{shown}"
+    );
+    assert!(colors(&s.terminal) > 0, "no colors on a color terminal");
+    // The prompt asked the form; the renderer did not also print it.
+    assert!(!shown.contains("waiting for input"), "{shown}");
+}
+
+#[test]
+fn no_color_quiet_and_verbose_on_a_terminal() {
+    if !have_python() {
+        return;
+    }
+    let answers = ["-i", "days=2", "-i", "pace=relaxed"];
+    let none = json!([]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let s = pty(
+        dir.path(),
+        &trip_argv(dir.path(), &answers),
+        &none,
+        None,
+        &[("NO_COLOR", "1")],
+    );
+    check_session(&s);
+    assert_eq!(
+        colors(&s.terminal),
+        0,
+        "colors despite NO_COLOR:\n{}",
+        s.terminal
+    );
+    assert!(
+        screen_lines(&s.terminal)
+            .iter()
+            .any(|l| l.starts_with("✓ finished"))
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut quiet = answers.to_vec();
+    quiet.push("--quiet");
+    let s = pty(dir.path(), &trip_argv(dir.path(), &quiet), &none, None, &[]);
+    check_session(&s);
+    let lines = screen_lines(&s.terminal);
+    assert!(
+        lines
+            .iter()
+            .all(|l| !l.starts_with('✓') && most_spinners_at_once(std::slice::from_ref(l)) == 0),
+        "--quiet shows more than the answer:\n{}",
+        lines.join("\n")
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("relaxed")),
+        "{}",
+        lines.join("\n")
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut verbose = answers.to_vec();
+    verbose.push("-v");
+    let s = pty(
+        dir.path(),
+        &trip_argv(dir.path(), &verbose),
+        &none,
+        None,
+        &[],
+    );
+    check_session(&s);
+    let starts = screen_lines(&s.terminal)
+        .iter()
+        .filter(|l| l.starts_with("▸ LLM:"))
+        .count();
+    assert_eq!(starts, 3, "-v shows each node's start:\n{}", s.terminal);
 }
