@@ -115,7 +115,7 @@ pub fn exec(args: EventsArgs) -> Result<u8, CliError> {
                 r.finish(ends.last().unwrap_or(&RunEnd::Crashed))
             })()
         }
-        EventsFormat::Text | EventsFormat::Jsonl => render_text(stdout, &groups, &ends),
+        EventsFormat::Text | EventsFormat::Jsonl => render_text(stdout, &groups, &ends, rec.turns),
     };
     output_result(res)
 }
@@ -125,16 +125,15 @@ fn render_text(
     stdout: io::Stdout,
     groups: &[(u32, Vec<Event>)],
     ends: &[RunEnd],
+    last_turn: u32,
 ) -> io::Result<()> {
     let color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    for (i, ((t, evs), end)) in groups.iter().zip(ends).enumerate() {
+    for ((t, evs), end) in groups.iter().zip(ends) {
         let opts = TextOptions {
             color,
-            spinner: false,
-            verbose: false,
-            quiet: false,
             // Only a run's last turn can still be waiting for its answers.
-            prompts: i + 1 < groups.len(),
+            answered_later: *t != last_turn,
+            ..TextOptions::default()
         };
         if groups.len() > 1 {
             let header = format!("── turn {t} ──");

@@ -123,7 +123,7 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
             .cloned()
             .unwrap_or_default()
     };
-    let run_inputs = inputs::collect(args.turn.inputs.as_deref(), &args.turn.input, &declared)?;
+    let mut run_inputs = inputs::collect(args.turn.inputs.as_deref(), &args.turn.input, &declared)?;
     if resume {
         let missing: Vec<&String> = declared
             .iter()
@@ -136,8 +136,7 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
             .map(|(k, _)| k)
             .collect();
         if !missing.is_empty() {
-            let can_ask = crate::ui::prompt::can_prompt(args.turn.non_interactive);
-            if !can_ask {
+            if !crate::ui::prompt::can_prompt(args.turn.non_interactive) {
                 let list: Vec<String> = missing.iter().map(|k| format!("-i {k}=…")).collect();
                 eprintln!(
                     "waiting for input: canvas resume {} {}",
@@ -145,6 +144,26 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
                     list.join(" ")
                 );
                 return Ok(exit::WAITING);
+            }
+            // Some answers given: the rest are asked here (with none given, the whole
+            // form is asked below).
+            if !run_inputs.is_empty() {
+                let rest: serde_json::Map<String, Value> = missing
+                    .iter()
+                    .filter_map(|k| declared.get(*k).map(|d| ((*k).clone(), d.clone())))
+                    .collect();
+                let term = dialoguer::console::Term::stderr();
+                let answers = crate::ui::prompt::ask_fields(&rest, "", &term).map_err(|e| {
+                    CliError::new(
+                        exit::WAITING,
+                        format!(
+                            "the questions were not answered ({e}); run {} waits",
+                            rec.id
+                        ),
+                    )
+                    .hint(format!("canvas resume {} -i key=value …", rec.id))
+                })?;
+                run_inputs.extend(inputs::from_answers(answers, &declared));
             }
         }
     }

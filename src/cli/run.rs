@@ -40,6 +40,15 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
     // the rest, as RAGFlow's API would.
     run_inputs.retain(|k, _| declared.contains_key(k) || !form_field(&canvas, k));
     ask_missing_begin_inputs(&canvas, &declared, &mut run_inputs, &args.turn)?;
+    // Setup errors (a missing key, a bad llm.yaml or mock script) come before the run
+    // is stored, so they leave no run behind.
+    let models = args.turn.models.setup()?;
+    models.check(&canvas, &label)?;
+    let tools = std::sync::Arc::new(
+        args.turn
+            .tools
+            .env(args.turn.models.llm_config.as_deref())?,
+    );
     let store = args.turn.open_store()?;
     let source = if label == "-" {
         "-".to_string()
@@ -54,8 +63,6 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
     let turn = store
         .create_run_with_turn(&record, TurnKind::Start, &query, &inputs_json)
         .map_err(|e| CliError::new(super::exit::FAILED, format!("run store: {e}")))?;
-    let models = args.turn.models.setup()?;
-    models.check(&canvas, &label)?;
     let session = Session {
         label,
         canvas: &canvas,
@@ -63,11 +70,7 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
         run_id: record.id.clone(),
         args: &args.turn,
         models: &models,
-        tools: std::sync::Arc::new(
-            args.turn
-                .tools
-                .env(args.turn.models.llm_config.as_deref())?,
-        ),
+        tools,
     };
     // The first turn is already recorded with the run: it is run as a recorded turn.
     let next = Next::Continue {

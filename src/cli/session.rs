@@ -127,6 +127,7 @@ impl TurnArgs {
                         verbose: self.verbose,
                         quiet: self.quiet,
                         prompts: crate::ui::prompt::can_prompt(self.non_interactive),
+                        answered_later: false,
                     },
                 ))
             }
@@ -287,7 +288,12 @@ impl Session<'_> {
     ) -> Result<Driven, CliError> {
         let store_err =
             |e: crate::store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
-        let mut presets = Presets::default();
+        // `-i` answers forms ahead only when it is not the answer to the pending form
+        // itself (`resume` of a waiting run) or a next turn's inputs.
+        let mut presets = Presets {
+            enabled: matches!(next, Next::Continue { .. }),
+            ..Presets::default()
+        };
         loop {
             let (turn_no, cfg) = match next {
                 Next::Ask { form } => {
@@ -539,11 +545,13 @@ impl Session<'_> {
                     .hint(format!("canvas resume {run_id} continues it")));
             }
         };
+        // A badly typed answer given up front is reported once the run is stored as
+        // waiting, so it can be answered again.
         let preset = match &form {
-            Some(f) => presets.answers(f, self.args)?,
-            None => None,
+            Some(f) => presets.answers(f, self.args),
+            None => Ok(None),
         };
-        if preset.is_some() {
+        if matches!(preset, Ok(Some(_))) {
             end = RunEnd::Answered;
         }
         let end_rec = TurnEnd {
@@ -565,6 +573,11 @@ impl Session<'_> {
             }
         }
         let _ = io::stdout().flush();
+        let preset = preset.map_err(|e| {
+            e.hint(format!(
+                "the run waits at its form: canvas resume {run_id} -i key=value …"
+            ))
+        })?;
         // The text summary on a terminal already says how to answer; elsewhere (JSON
         // lines, redirected text) stderr carries the run id, as the contract says.
         let summary_shown = self.args.shows_text_on_terminal();
@@ -588,13 +601,15 @@ impl Session<'_> {
 /// all cover is answered with them, once (the same form asked again, in a Loop, waits).
 #[derive(Default)]
 struct Presets {
+    /// Whether the command's `-i` values may answer forms.
+    enabled: bool,
     /// The field sets already answered.
     used: std::collections::HashSet<Vec<String>>,
 }
 
 impl Presets {
     fn answers(&mut self, form: &Value, args: &TurnArgs) -> Result<Option<Object>, CliError> {
-        if args.input.is_empty() && args.inputs.is_none() {
+        if !self.enabled || (args.input.is_empty() && args.inputs.is_none()) {
             return Ok(None);
         }
         let declared = form["inputs"].as_object().cloned().unwrap_or_default();

@@ -677,13 +677,22 @@ impl Call {
             }
             Failure::Provider(text) => format!("error from {url}: {}", collapse(text, 300)),
         };
-        let mut text = collapse(&text, usize::MAX);
-        // Servers echo keys in auth errors; the key must not reach logs or answers.
-        if let Some(key) = &self.key {
-            text = text.replace(key.as_str(), "<redacted>");
+        let text = collapse(&text, usize::MAX);
+        match &self.key {
+            Some(key) => redact(&text, key.as_str()),
+            None => text,
         }
-        text
     }
+}
+
+/// Servers echo keys in auth errors; a key must not reach logs or answers. Placeholder
+/// keys local servers take (`EMPTY`, `x`) are no secret, and replacing every
+/// occurrence of so short a string would garble the message, so they stay.
+fn redact(text: &str, key: &str) -> String {
+    if key.trim().chars().count() < 8 {
+        return text.to_string();
+    }
+    text.replace(key, "<redacted>")
 }
 
 impl Reading {
@@ -1909,5 +1918,16 @@ mod tests {
         assert!(!m.supports_tools());
         assert_eq!(m.context_length(), 4096);
         assert_eq!(m.url(), "http://x/v1/chat/completions");
+    }
+
+    #[test]
+    fn only_real_keys_are_redacted() {
+        let msg = "cannot connect: bad key sk-live-1234567890";
+        assert_eq!(
+            redact(msg, "sk-live-1234567890"),
+            "cannot connect: bad key <redacted>"
+        );
+        assert_eq!(redact(msg, "a"), msg);
+        assert_eq!(redact(msg, "EMPTY"), msg);
     }
 }

@@ -1,4 +1,4 @@
-//! [`SqliteStore`]: the [`Store`] on one SQLite file (WAL, 5 s busy timeout) that many
+//! [`SqliteStore`]: the [`Store`] on one SQLite file (WAL, 30 s busy timeout) that many
 //! processes may share.
 //!
 //! Every write is one `BEGIN IMMEDIATE` transaction, so waiting writers queue on the

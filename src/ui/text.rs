@@ -22,9 +22,12 @@ pub struct TextOptions {
     pub verbose: bool,
     /// Only message text.
     pub quiet: bool,
-    /// A waiting form is asked on the terminal right after the turn, so the summary
-    /// does not tell how to answer it.
+    /// A waiting form is asked on the terminal right after the turn, so neither the form
+    /// nor a summary is printed: the questions follow.
     pub prompts: bool,
+    /// The form the turn stopped at was answered since (a replayed earlier turn): the
+    /// summary tells no next step.
+    pub answered_later: bool,
 }
 
 /// The spinners of running nodes.
@@ -323,6 +326,9 @@ impl<W: Write + Send> Renderer for TextRenderer<W> {
                 self.paint("31", &format!("✗ failed at {component_id} · {tally}"))
             }
             RunEnd::Crashed => self.paint("31", &format!("✗ stopped · {tally}")),
+            RunEnd::Waiting if self.opts.answered_later => {
+                self.paint("33", &format!("⏸ waited for input · {tally}"))
+            }
             RunEnd::Waiting => {
                 let answers: Vec<String> = self
                     .form_fields
@@ -464,6 +470,22 @@ mod tests {
         r.event(&form()).unwrap();
         r.finish(&RunEnd::Waiting).unwrap();
         assert_eq!(String::from_utf8(buf).unwrap(), "");
+    }
+
+    #[test]
+    fn a_replayed_turn_whose_form_was_answered_tells_no_next_step() {
+        let mut buf = Vec::new();
+        let opts = TextOptions {
+            answered_later: true,
+            ..TextOptions::default()
+        };
+        let mut r = TextRenderer::new(&mut buf, opts);
+        r.event(&form()).unwrap();
+        r.finish(&RunEnd::Waiting).unwrap();
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "? form: days, pace\n⏸ waited for input · 0 nodes · run run1\n"
+        );
     }
 
     #[test]

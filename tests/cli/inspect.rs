@@ -330,7 +330,10 @@ fn events_text_shows_the_messages_and_forms() {
     let (code, _, err) = f.cmd(&["resume", &form_id, "-i", "name=Ada", "--format", "jsonl"]);
     assert_eq!(code, Some(0), "{err}");
     let text = f.ok(&["events", &form_id, "--format", "text"]);
-    let waits = text.find("? waiting for input: name, note").expect(&text);
+    let waits = text.find("? form: name, note").expect(&text);
+    // That form was answered since: no next step is suggested.
+    assert!(text.contains("⏸ waited for input · "), "{text}");
+    assert!(!text.contains("next: canvas resume"), "{text}");
     let turn2 = text.find("── turn 2 ──").expect(&text);
     let hi = text.find("HiAda").expect(&text);
     assert!(waits < turn2 && turn2 < hi, "{text}");

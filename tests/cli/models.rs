@@ -440,12 +440,26 @@ fn a_missing_key_is_named_before_the_run() {
         "ds.json",
         &llm_canvas("deepseek-chat@DeepSeek", json!({})),
     );
+    let store = dir.path().join("own.db");
     let out = bare()
         .args(["run", "-q", "hi", "--format", "jsonl"])
         .arg(&flow)
+        .env("CANVAS_STORE", &store)
         .output()
         .unwrap();
     expect_code(&out, 2, "a missing DeepSeek key");
+    // Refused before it started: no run is left behind, stuck as running.
+    let runs = bare()
+        .args(["runs", "--format", "json"])
+        .env("CANVAS_STORE", &store)
+        .output()
+        .unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&runs.stdout).unwrap(),
+        json!([]),
+        "{}",
+        String::from_utf8_lossy(&runs.stderr)
+    );
     let line = one_error_line(&out);
     for needle in ["needs an API key", "LLM:G"] {
         assert!(line.contains(needle), "{needle:?} missing from {line:?}");

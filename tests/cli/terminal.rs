@@ -469,3 +469,37 @@ fn no_color_quiet_and_verbose_on_a_terminal() {
         .count();
     assert_eq!(starts, 3, "-v shows each node's start:\n{}", s.terminal);
 }
+
+#[test]
+fn resume_with_some_answers_asks_only_the_rest_on_the_terminal() {
+    if !have_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let none = json!([]);
+    let s = pty(
+        dir.path(),
+        &trip_argv(dir.path(), &["--non-interactive"]),
+        &none,
+        None,
+        &[],
+    );
+    assert_eq!(s.code, Some(3), "{}\n{}", s.driver, s.terminal);
+    let bin = assert_cmd::cargo::cargo_bin("canvas");
+    let argv = json!([
+        bin,
+        "resume",
+        "latest",
+        "-i",
+        "days=6",
+        "--store",
+        dir.path().join("s.db")
+    ]);
+    // Only Pace is asked; Enter takes the first option.
+    let steps = json!([["Pace", "\r"]]);
+    let s = pty(dir.path(), &argv, &steps, None, &[("NO_COLOR", "1")]);
+    check_session(&s);
+    let shown = screen_lines(&s.terminal).join("\n");
+    assert!(!shown.contains("Days"), "Days was asked again:\n{shown}");
+    assert!(shown.contains("6 days, relaxed pace."), "{shown}");
+}
