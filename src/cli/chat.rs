@@ -35,10 +35,9 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
             "chat reads your messages from stdin: give the canvas as a file",
         ));
     }
-    let loaded =
-        dsl::load_path(&args.file).map_err(|e| CliError::invalid(format!("{label}: {e}")))?;
+    let loaded = dsl::load_path(&args.file).map_err(|e| super::error::unreadable(&label, e))?;
     let canvas = Canvas::compile(loaded.dsl, &Registry)
-        .map_err(|e| CliError::invalid(format!("{label}: {e}")))?;
+        .map_err(|e| super::error::uncompilable(&label, &e))?;
     let mut turn_args = args.turn.clone();
     // A chat shows the conversation; node lines only with -v.
     if !turn_args.verbose {

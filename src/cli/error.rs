@@ -53,6 +53,17 @@ impl CliError {
     }
 }
 
+/// A canvas that cannot be loaded (`what` is the loader's message).
+pub fn unreadable(label: &str, what: impl fmt::Display) -> CliError {
+    CliError::invalid(format!("{label}: {what}"))
+        .hint("give a RAGFlow canvas: its JSON export (or YAML), or `-` for stdin")
+}
+
+/// A canvas that does not compile.
+pub fn uncompilable(label: &str, e: &crate::engine::CompileError) -> CliError {
+    CliError::invalid(format!("{label}: {e}")).hint(e.hint())
+}
+
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)

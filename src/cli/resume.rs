@@ -49,7 +49,7 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
     let dsl = dsl::parse(&rec.canvas, Format::Sniff)
         .map_err(|e| CliError::invalid(format!("{label} (stored copy): {e}")))?;
     let canvas = Canvas::compile(dsl, &Registry)
-        .map_err(|e| CliError::invalid(format!("{label} (stored copy): {e}")))?;
+        .map_err(|e| super::error::uncompilable(&format!("{label} (stored copy)"), &e))?;
     let store_err =
         |e: crate::store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
     let state = store.load_state(&rec.id).map_err(store_err)?;

@@ -25,10 +25,9 @@ pub struct RunArgs {
 /// Run `canvas run`.
 pub fn exec(args: RunArgs) -> Result<u8, CliError> {
     let label = args.file.display().to_string();
-    let loaded =
-        dsl::load_path(&args.file).map_err(|e| CliError::invalid(format!("{label}: {e}")))?;
+    let loaded = dsl::load_path(&args.file).map_err(|e| super::error::unreadable(&label, e))?;
     let canvas = Canvas::compile(loaded.dsl, &Registry)
-        .map_err(|e| CliError::invalid(format!("{label}: {e}")))?;
+        .map_err(|e| super::error::uncompilable(&label, &e))?;
     let declared = canvas
         .node("begin")
         .and_then(|b| b.params.get("inputs"))

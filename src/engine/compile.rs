@@ -52,9 +52,7 @@ pub enum CompileError {
         why: String,
     },
     /// A component class this build does not know.
-    #[error(
-        "component {id:?}: unknown component type {name:?} (hint: `canvas components` lists the supported ones)"
-    )]
+    #[error("component {id:?}: unknown component type {name:?}")]
     UnknownComponent {
         /// Component id.
         id: String,
@@ -87,6 +85,21 @@ pub enum CompileError {
         /// The check's message.
         message: String,
     },
+}
+
+impl CompileError {
+    /// What to do about it, for the line after the error.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            CompileError::UnknownComponent { .. } => {
+                "`canvas components` lists the components this build runs"
+            }
+            CompileError::Legacy { .. } => {
+                "replace the component in RAGFlow's editor, then export the canvas again"
+            }
+            _ => "`canvas validate FILE` lists every problem with its line and column",
+        }
+    }
 }
 
 /// One compiled node.

@@ -32,6 +32,13 @@ fn assert_one_line(stderr: &str, needles: &[&str]) {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
+/// The `hint:` line after the error.
+fn hint(stderr: &str) -> &str {
+    let hints: Vec<&str> = stderr.lines().filter(|l| l.starts_with("hint: ")).collect();
+    assert_eq!(hints.len(), 1, "one hint line expected: {stderr:?}");
+    hints[0]
+}
+
 const MSG: &str = r#""Message:M": {"obj": {"component_name": "Message", "params": {"content": ["hi"]}}, "downstream": []}"#;
 
 #[test]
@@ -39,6 +46,7 @@ fn malformed_json_names_file_and_line() {
     let (code, err) = run_file("bad.json", "{\n  \"components\": {,\n}");
     assert_eq!(code, Some(2));
     assert_one_line(&err, &["bad.json", "line 2"]);
+    assert!(hint(&err).contains("RAGFlow canvas"), "{err}");
 }
 
 #[test]
@@ -73,6 +81,7 @@ fn dangling_downstream() {
     let (code, err) = run_file("dangling.json", &text);
     assert_eq!(code, Some(2));
     assert_one_line(&err, &["dangling.json", "\"begin\"", "Message:Nope"]);
+    assert!(hint(&err).contains("canvas validate"), "{err}");
 }
 
 #[test]
@@ -82,6 +91,7 @@ fn unknown_component() {
     let (code, err) = run_file("unknown.json", text);
     assert_eq!(code, Some(2));
     assert_one_line(&err, &["unknown.json", "Frobnicate:1", "Frobnicate"]);
+    assert!(hint(&err).contains("canvas components"), "{err}");
 }
 
 #[test]
