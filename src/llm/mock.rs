@@ -15,6 +15,18 @@ use serde_json::Value;
 
 use super::{ChatModel, ChatRequest, Delta, DeltaStream, LlmError, ToolCall, Usage, count_tokens};
 
+/// A regex error on one line: its last line says what is wrong (the lines before it
+/// draw the pattern with a caret).
+fn one_line(e: &regex::Error) -> String {
+    match e {
+        regex::Error::Syntax(text) => {
+            let what = text.lines().last().unwrap_or(text).trim();
+            what.strip_prefix("error: ").unwrap_or(what).to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
 /// A word chunk: non-space characters with their trailing white space.
 static WORDS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\S+\s*|\s+").expect("static regex"));
 
@@ -166,7 +178,7 @@ impl MockScript {
             let re = RegexBuilder::new(&r.pattern)
                 .dot_matches_new_line(true)
                 .build()
-                .map_err(|e| err(format!("rule {n}: bad match regex: {e}")))?;
+                .map_err(|e| err(format!("rule {n}: bad match regex: {}", one_line(&e))))?;
             let answer = match (r.answer, r.tool_calls) {
                 (Some(a), None) => Answer::Text(a),
                 (None, Some(calls)) if !calls.is_empty() => Answer::Tools(calls),
@@ -493,7 +505,7 @@ mod tests {
         let cases = [
             (
                 r#"{"rules": [{"match": "(", "answer": "x"}]}"#,
-                "rule 1: bad match regex",
+                "rule 1: bad match regex: unclosed group",
             ),
             (
                 r#"{"rules": [{"match": "x"}]}"#,
@@ -509,6 +521,7 @@ mod tests {
         for (text, want) in cases {
             let e = MockScript::parse(text, "m.yaml").unwrap_err().to_string();
             assert!(e.starts_with("m.yaml: ") && e.contains(want), "{text}: {e}");
+            assert!(!e.contains('\n'), "one line: {e:?}");
         }
     }
 }
