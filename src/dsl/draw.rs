@@ -1,6 +1,6 @@
 //! The execution graph of a canvas, drawn as a Mermaid flowchart or a Graphviz digraph.
 //!
-//! [`Drawing::of`] reads the canvas once into a small model (nodes, edges, Loop and
+//! `Drawing::of` reads the canvas once into a small model (nodes, edges, Loop and
 //! Iteration bodies); the two renderers only print that model. Edges follow what routes
 //! a run: Switch cases and its else branch, Categorize categories, `exception_goto`,
 //! the Loop/Iteration entry, and `downstream`. Targets that are not components are drawn
