@@ -5,8 +5,9 @@
 //! Each ```sh block of the README is a part of one bash script; each command in it must
 //! exit 0, or N when its comment says `exit N`. Three things stand in for the outside
 //! world, and nothing else is changed:
-//! - the first block's `cargo build --release && ./target/release/canvas` is the binary
-//!   under test (already built), and `cargo test` is this very test, so it is skipped;
+//! - the first block's `cargo build --release && ./target/release/canvas`, and
+//!   `cargo run --`, are the binary under test (already built), and `cargo test` is
+//!   this very test, so it is skipped;
 //! - a local Ollama: `OLLAMA_HOST` points at a fake OpenAI-compatible server on
 //!   127.0.0.1 (the README tells users to set it when Ollama is elsewhere);
 //! - `localhost:8000` (the README's vLLM server) is another fake server's address.
@@ -96,9 +97,12 @@ fn script(steps: &[Step], vllm: &str) -> String {
         if text.trim() == "cargo test" {
             continue;
         }
-        // The binary under test stands for the release build.
+        // The binary under test stands for the release build and for `cargo run`.
         if let Some(rest) = text.strip_prefix("cargo build --release && ") {
             text = rest.replace("./target/release/canvas", "canvas");
+        }
+        if let Some(rest) = text.strip_prefix("cargo run -- ") {
+            text = format!("canvas {rest}");
         }
         assert!(
             !text.contains("cargo "),
@@ -206,6 +210,14 @@ fn every_readme_command_runs_in_a_clean_environment() {
             .all(|s| s.json()["model"] == "Qwen/Qwen2.5-7B-Instruct"),
         "llm.yaml's `name` is the model sent"
     );
+    // The generators wrote what the repository keeps.
+    for (dir, file) in [("completions", "canvas.bash"), ("man", "canvas-run.1")] {
+        assert_eq!(
+            std::fs::read(work.join(dir).join(file)).unwrap(),
+            std::fs::read(root.join(dir).join(file)).unwrap(),
+            "{dir}/{file}"
+        );
+    }
     // The migrate commands changed the file they were given.
     let migrated = std::fs::read_to_string(work.join("old.json")).unwrap();
     assert!(
