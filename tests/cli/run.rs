@@ -299,10 +299,15 @@ fn a_form_answered_in_part_up_front_waits_and_says_what_is_missing() {
         err.contains("waiting for input: canvas resume ") && err.contains("-i pace="),
         "{err}"
     );
+    // The store is shared with tests running at the same time: the run by its id.
+    let id = events(&out.stdout)[0]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let out = canvas()
         .args([
             "resume",
-            "latest",
+            &id,
             "-i",
             "days=1",
             "-i",
@@ -312,7 +317,12 @@ fn a_form_answered_in_part_up_front_waits_and_says_what_is_missing() {
         ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let evs = events(&out.stdout);
     assert_eq!(
         evs.last().unwrap()["data"]["outputs"]["content"],
