@@ -82,7 +82,7 @@ fn eight_processes_share_one_store() {
         let last = evs.last().unwrap_or_else(|| panic!("{what}: no events"));
         assert_eq!(last["event"], "workflow_finished", "{what}");
         assert_eq!(
-            last["data"]["outputs"]["content"], "Hello to you too! This is turn1.",
+            last["data"]["outputs"]["content"], "Hello to you too! This is turn #1.",
             "{what}"
         );
         let id = evs[0]["task_id"]

@@ -291,9 +291,9 @@ fn the_readme_commands_run_and_do_what_it_says() {
     // hello.json: `hello` takes the Switch case, anything else the else branch (which
     // echoes the query; a streamed Message drops the spaces around a reference).
     let r = find(&ran, "hello.json", "\"hello\"");
-    assert_eq!(r.content(), "Hello to you too! This is turn1.");
+    assert_eq!(r.content(), "Hello to you too! This is turn #1.");
     let r = find(&ran, "hello.json", "what time");
-    assert_eq!(r.content(), "You said:what time is it?");
+    assert_eq!(r.content(), "You said \"what time is it?\".");
 
     // router.yaml: one branch per case, in case order; the else branch last.
     let r = find(&ran, "router.yaml", "priority=urgent");

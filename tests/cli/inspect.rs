@@ -319,7 +319,7 @@ fn events_text_shows_the_messages_and_forms() {
     let (id, _) = f.run_hello();
     let text = f.ok(&["events", &id, "--format", "text"]);
     assert!(
-        text.contains("Hello to you too! This is turn1.\n"),
+        text.contains("Hello to you too! This is turn #1.\n"),
         "{text}"
     );
     assert!(text.contains("✓ Message:Hello"), "{text}");

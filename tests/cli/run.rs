@@ -44,7 +44,7 @@ fn hello_canvas_streams_ragflow_events() {
     assert_eq!(
         pieces,
         [
-            json!("Hello to you too! This is turn"),
+            json!("Hello to you too! This is turn #"),
             json!("1"),
             json!(".")
         ]
@@ -57,7 +57,7 @@ fn hello_canvas_streams_ragflow_events() {
     );
     assert_eq!(
         evs.last().unwrap()["data"]["outputs"]["content"],
-        "Hello to you too! This is turn1."
+        "Hello to you too! This is turn #1."
     );
 }
 
@@ -87,7 +87,7 @@ fn stdin_and_text_output() {
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.starts_with("✓ begin (Begin)"), "{s}");
     assert!(
-        s.contains("\nYou said:ping\n✓ Message:Echo (Message)"),
+        s.contains("\nYou said \"ping\".\n✓ Message:Echo (Message)"),
         "{s}"
     );
     let summary = s.lines().last().unwrap_or_default();
