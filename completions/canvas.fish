@@ -143,7 +143,7 @@ json\t'Each file with the rules applied and where'"
 complete -c canvas -n "__fish_canvas_using_subcommand migrate" -l write -d 'Rewrite each file in place (only files that need it are touched)'
 complete -c canvas -n "__fish_canvas_using_subcommand migrate" -l check -d 'Exit 1 when any file needs migrating (for CI); nothing is written'
 complete -c canvas -n "__fish_canvas_using_subcommand migrate" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c canvas -n "__fish_canvas_using_subcommand graph" -l format -d 'Output format' -r -f -a "mermaid\t'A Mermaid flowchart (plain text, no fences: pipe it into `mmdc` or paste it in a ```mermaid block)'
+complete -c canvas -n "__fish_canvas_using_subcommand graph" -l format -d 'Output format' -r -f -a "mermaid\t'A Mermaid flowchart (plain text, no fences: pipe it into `mmdc` or paste it in a Markdown mermaid block)'
 dot\t'A Graphviz digraph (pipe it into `dot -Tsvg`)'"
 complete -c canvas -n "__fish_canvas_using_subcommand graph" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c canvas -n "__fish_canvas_using_subcommand components" -l format -d 'Output format' -r -f -a "text\t'A readable list'

@@ -12,7 +12,7 @@ use crate::dsl;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GraphFormat {
     /// A Mermaid flowchart (plain text, no fences: pipe it into `mmdc` or paste it in a
-    /// ```mermaid block).
+    /// Markdown mermaid block).
     Mermaid,
     /// A Graphviz digraph (pipe it into `dot -Tsvg`).
     Dot,
