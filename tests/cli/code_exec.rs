@@ -10,7 +10,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 use crate::peer::{FakeServer, Reply};
-use crate::util::{TIMEOUT, canvas, events};
+use crate::util::{TIMEOUT, canvas, events, expect_code};
 
 /// begin (input `x`) → CodeExec:Run (`params`) → Message:Out.
 fn flow(dir: &Path, params: Value) -> std::path::PathBuf {
@@ -89,12 +89,7 @@ fn python_result_from_a_begin_input() {
         &[],
         &[],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    expect_code(&out, 0, "run");
     let o = &f["outputs"];
     assert_eq!(o["result"], json!({"doubled": 42, "kind": "int"}));
     assert_eq!(o["raw_result"], o["result"]);
@@ -132,12 +127,7 @@ fn javascript_result() {
         &[],
         &[],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    expect_code(&out, 0, "run");
     assert_eq!(f["outputs"]["result"], json!([42, "number", true]));
     assert_eq!(f["outputs"]["actual_type"], "Array<Any>");
     assert_eq!(f["inputs"]["lang"], "javascript");
@@ -192,12 +182,7 @@ fn artifacts_are_kept_and_linked() {
         &[],
         &["--output-dir", store.path().to_str().unwrap()],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    expect_code(&out, 0, "run");
     let o = &f["outputs"];
     let run_id = events(&out.stdout)[0]["task_id"]
         .as_str()
@@ -324,12 +309,7 @@ fn a_self_managed_executor_runs_the_code() {
             store.path().to_str().unwrap(),
         ],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    expect_code(&out, 0, "run");
     let seen = server.seen();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].method(), "POST");

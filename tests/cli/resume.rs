@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::canvases::FORM;
-use crate::util::{canvas, events, trace};
+use crate::util::{canvas, events, expect_code, trace};
 
 /// Write the FORM canvas in a temp dir and run it with `-q query` on its own store.
 fn run_form(
@@ -30,12 +30,7 @@ fn run_form(
 #[test]
 fn form_pauses_then_resume_answers_it() {
     let (_dir, _flow, store, out) = run_form("book");
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    expect_code(&out, 3, "run");
     let evs = events(&out.stdout);
     let last = evs.last().unwrap();
     assert_eq!(last["event"], "user_inputs");
@@ -74,12 +69,7 @@ fn form_pauses_then_resume_answers_it() {
         .arg(&store)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    expect_code(&out, 0, "resume");
     let evs = events(&out.stdout);
     assert_eq!(trace(&evs)[0], "node_started UserFillUp:Ask");
     assert_eq!(
@@ -134,12 +124,7 @@ fn changed_canvas_is_refused_unless_allowed() {
         .arg(&store)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    expect_code(&out, 0, "resume");
 }
 
 #[test]

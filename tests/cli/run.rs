@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::util::{canvas, canvases, events, trace};
+use crate::util::{canvas, canvases, events, expect_code, trace};
 
 #[test]
 fn hello_canvas_streams_ragflow_events() {
@@ -213,12 +213,7 @@ fn the_support_example_runs_offline_with_its_mock_script() {
         .arg(dir.join("support.yaml"))
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    expect_code(&out, 0, "run");
     let evs = crate::util::events(&out.stdout);
     let last = evs.last().unwrap();
     assert_eq!(last["event"], "workflow_finished");
@@ -254,12 +249,7 @@ fn form_answers_given_up_front_answer_the_form_when_it_is_reached() {
         .args(["--format", "jsonl"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    expect_code(&out, 0, "run");
     let evs = events(&out.stdout);
     // Begin gets only its own field; the form's answers wait for the form.
     assert_eq!(
@@ -317,12 +307,7 @@ fn a_form_answered_in_part_up_front_waits_and_says_what_is_missing() {
         ])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    expect_code(&out, 0, "resume");
     let evs = events(&out.stdout);
     assert_eq!(
         evs.last().unwrap()["data"]["outputs"]["content"],
