@@ -1557,41 +1557,4 @@ mod tests {
         assert_eq!(runs.len(), 200);
         assert!(runs.iter().all(|r| store.events(&r.id).unwrap().len() == 2));
     }
-
-    /// `cargo test --release --lib store::sqlite::tests::commit_cost -- --ignored --nocapture`
-    #[test]
-    #[ignore = "prints a timing; run by hand"]
-    fn commit_cost() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(dir.path().join("bench.db")).unwrap();
-        run(&store, "01R", 1.0);
-        let mut s = big_state(40);
-        let full = serde_json::to_string(&s).unwrap().len();
-        store.commit("01R", 1, &[], Some(&s)).unwrap();
-        let events: Vec<String> = (0..2)
-            .map(|i| format!("{{\"event\":\"node_finished\",\"message_id\":\"m\",\"created_at\":{i},\"task_id\":\"01R\",\"data\":{{\"component_id\":\"Message:Node0\",\"outputs\":{{\"content\":\"hello\"}}}}}}"))
-            .collect();
-        let n = 2000;
-        let t = std::time::Instant::now();
-        for i in 1..=n {
-            step(&mut s, i);
-            store.commit("01R", 1, &events, Some(&s)).unwrap();
-        }
-        let per = t.elapsed() / n as u32;
-        let t = std::time::Instant::now();
-        for _ in 0..n {
-            store.commit("01R", 1, &events, None).unwrap();
-        }
-        let events_only = t.elapsed() / n as u32;
-        let t = std::time::Instant::now();
-        for _ in 0..200 {
-            to_json(&s).unwrap();
-        }
-        let ser = t.elapsed() / 200;
-        println!(
-            "state {full} B: commit(2 events + delta) {per:?}; commit(2 events) {events_only:?}; \
-             full serialisation alone {ser:?}; checkpoint bytes written {} for {n} commits",
-            store.checkpoint_bytes_written()
-        );
-    }
 }
