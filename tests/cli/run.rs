@@ -237,11 +237,17 @@ const TWO_STEP: &str = r#"{"components": {
     "{begin@who}: {UserFillUp:Plan@days} days, {UserFillUp:Plan@pace}"]}},
     "downstream": []}}}"#;
 
-#[test]
-fn form_answers_given_up_front_answer_the_form_when_it_is_reached() {
+/// `TWO_STEP` written to a temporary file (kept while the directory lives).
+fn two_step() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let flow = dir.path().join("two.json");
     std::fs::write(&flow, TWO_STEP).unwrap();
+    (dir, flow)
+}
+
+#[test]
+fn form_answers_given_up_front_answer_the_form_when_it_is_reached() {
+    let (_dir, flow) = two_step();
     let out = canvas()
         .arg("run")
         .arg(&flow)
@@ -274,9 +280,7 @@ fn form_answers_given_up_front_answer_the_form_when_it_is_reached() {
 
 #[test]
 fn a_form_answered_in_part_up_front_waits_and_says_what_is_missing() {
-    let dir = tempfile::tempdir().unwrap();
-    let flow = dir.path().join("two.json");
-    std::fs::write(&flow, TWO_STEP).unwrap();
+    let (_dir, flow) = two_step();
     let out = canvas()
         .arg("run")
         .arg(&flow)
