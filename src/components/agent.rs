@@ -287,8 +287,10 @@ const MCP_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10)
 impl Tools {
     /// The session with the MCP server an `mcp` entry names: the server given in the
     /// entry itself, else the one of `--mcp-config` with its `mcp_id`.
-    /// A server missing from the configuration stops the run (the user must say where
-    /// it is); one that cannot be reached is the inner error.
+    /// A server missing from the configuration, a `${VAR}` of it nobody set, or a
+    /// server that cannot be reached is the inner error: its text is what the model
+    /// reads, as RAGFlow answers every call of a server whose session failed. What
+    /// only the user can decide is `Fatal` (it fails the Agent).
     async fn mcp_session(
         &self,
         cx: &NodeCx<'_>,
@@ -305,20 +307,18 @@ impl Tools {
         }
         let server: McpServer = match McpConfig::from_entry(entry) {
             Some(s) => s,
-            None => cx.tools().mcp.server(&id).cloned().ok_or_else(|| {
-                ComponentError::Fatal(format!(
-                    "the Agent uses MCP server {id:?}, which is not configured: pass --mcp-config FILE with a `servers: {{{id}: {{url: ...}}}}` entry (or command/args for a local server)"
-                ))
-            })?,
+            None => match cx.tools().mcp.get(&id) {
+                Ok(s) => s.clone(),
+                Err(e) => return Ok(Err(e)),
+            },
         };
         let session = match McpSession::connect(&server, &cx.tools().net, &[]).await {
             Ok(s) => Arc::new(s),
-            // What the user must fix stops the run with the way to fix it.
-            Err(
-                e @ (McpError::UnknownVariable { .. }
-                | McpError::BadHeader { .. }
-                | McpError::Blocked { .. }),
-            ) => {
+            // Fatal, not the model's text: a malformed header in the configuration file
+            // and an address the private-network guard refuses are the user's to fix
+            // (the file, or --allow-private-network) and the model cannot work around
+            // them; the Agent fails with the way to fix it.
+            Err(e @ (McpError::BadHeader { .. } | McpError::Blocked { .. })) => {
                 return Err(ComponentError::Fatal(e.to_string()));
             }
             Err(e) => return Ok(Err(e)),
@@ -413,6 +413,8 @@ impl ToolBox for Tools {
                 // the failure's text.
                 Err(e) => Ok(e.call_error_text(tool)),
             },
+            // Fatal: RAGFlow would run this tool and this build cannot (`validate`
+            // reports it); the canvas must change before it runs here.
             ToolKind::NotYet { what } => Err(ComponentError::Fatal(format!(
                 "the model called {name} ({what}), which this build of canvas does not run yet"
             ))),

@@ -124,7 +124,10 @@ pub trait Tool: Send + Sync {
     /// missing ones filled from the parameters, as an Agent's tool). Outputs are set
     /// on `call`. Returns what the model reads; `None` means the outputs themselves.
     /// `Failed` is RAGFlow's caught exception (its text goes to `_ERROR` and to the
-    /// model); `Fatal` stops the run (a configuration the user must fix).
+    /// model): a service or key that is not configured is one, with a message naming
+    /// what to set. `Fatal` stops the run (an Agent calling the tool fails): only for
+    /// what RAGFlow itself would crash on, or a feature this build lacks (the canvas
+    /// must change before it runs here).
     async fn run(&self, call: &Call<'_>, args: &Object) -> CResult<Option<Value>>;
 }
 

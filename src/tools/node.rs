@@ -1,13 +1,17 @@
 //! A tool placed on the canvas: the engine's `Component` over a [`Tool`]. Its meta
 //! parameters are its inputs (defaults such as `{sys.query}` resolved by the
 //! scheduler, RAGFlow's `get_input`); its return value is not used, only its outputs.
+//! A failure is RAGFlow's `ToolBase.invoke`: the text is stored in `_ERROR` by the tool
+//! itself (`engine.md` §2.3), so the canvas's exception handling applies as for any
+//! error, but `exception_method: comment` shows its default as a `message` instead of
+//! putting it in `result` (that fallback is `ComponentBase`'s, which tools replace).
 
 use async_trait::async_trait;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{Call, Tool};
 use crate::engine::value::Object;
-use crate::engine::{BuildError, CResult, Component, NodeCx};
+use crate::engine::{BuildError, CResult, Component, ComponentError, NodeCx};
 
 /// A tool as a canvas node.
 pub struct ToolNode(pub Box<dyn Tool>);
@@ -53,6 +57,13 @@ impl Component for ToolNode {
 
     async fn invoke(&self, cx: &NodeCx<'_>) -> CResult<()> {
         let call = Call::node(cx);
-        self.0.run(&call, cx.kwargs()).await.map(|_| ())
+        match self.0.run(&call, cx.kwargs()).await {
+            Ok(_) => Ok(()),
+            Err(ComponentError::Failed(m)) => {
+                call.set_output("_ERROR", json!(m));
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 }

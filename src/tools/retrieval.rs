@@ -114,6 +114,9 @@ impl Tool for Retrieval {
         }
         let ids = match source(call)? {
             Source::Datasets(ids) => ids,
+            // Fatal, not `Failed`: RAGFlow would search the memory here, and this build
+            // cannot. A component error would let `exception_method` or an Agent's
+            // model carry on as if RAGFlow had failed; the canvas must change first.
             Source::Memory => {
                 return Err(ComponentError::Fatal(
                     "Retrieval from RAGFlow memory is not supported in this build of canvas; search datasets instead (retrieval_from: dataset)".into(),
@@ -124,9 +127,11 @@ impl Tool for Retrieval {
                 return Ok(None);
             }
         };
+        // RAGFlow raises inside the component when it cannot search (a caught
+        // exception): the node's `_ERROR`, or the text an Agent's model reads.
         let Some(api) = call.env().ragflow.clone() else {
-            return Err(ComponentError::Fatal(format!(
-                "Retrieval needs a RAGFlow server to search datasets {}: set RAGFLOW_BASE_URL and RAGFLOW_API_KEY (or a `ragflow:` section with base_url and api_key in the LLM configuration file)",
+            return Err(ComponentError::Failed(format!(
+                "Retrieval needs a RAGFlow server to search datasets {}: set RAGFLOW_BASE_URL and RAGFLOW_API_KEY (or a `ragflow:` section with base_url and api_key in llm.yaml, the --llm-config file)",
                 ids.join(", ")
             )));
         };
@@ -331,6 +336,8 @@ fn metadata_condition(call: &Call<'_>) -> CResult<Option<Value>> {
     };
     match f.get("method").and_then(Value::as_str) {
         Some("manual") => {}
+        // Fatal, not `Failed`: RAGFlow would run these filters; this build cannot, and
+        // the canvas must change before it runs here (as for memory retrieval).
         Some("auto") | Some("semi_auto") => {
             return Err(ComponentError::Fatal(
                 "Retrieval: meta_data_filter methods \"auto\" and \"semi_auto\" (metadata filters written by an LLM) are not supported in this build of canvas; use \"manual\" conditions".into(),

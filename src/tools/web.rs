@@ -13,7 +13,7 @@ use super::net::{ClientOptions, describe};
 use super::reference::{Found, retrieve_chunks};
 use crate::engine::template::plain_text;
 use crate::engine::value::{Object, py_str};
-use crate::engine::{BuildError, CResult, ComponentError};
+use crate::engine::{BuildError, CResult};
 
 /// The `User-Agent` of the web tools.
 pub const USER_AGENT: &str = concat!("canvas/", env!("CARGO_PKG_VERSION"));
@@ -184,11 +184,6 @@ where
             Ok(Some(json!(format!("{label} error: {e}"))))
         }
     }
-}
-
-/// A failure that stops the run (a configuration the user must fix).
-pub fn fatal(msg: impl Into<String>) -> ComponentError {
-    ComponentError::Fatal(msg.into())
 }
 
 /// Python's `html.unescape` for the entities search pages use: the XML ones, `nbsp`

@@ -42,8 +42,13 @@ fn mock() -> Value {
 }
 
 fn run(dir: &Path, config: &str, extra: &[&str]) -> std::process::Output {
+    run_mock(dir, config, &mock(), extra)
+}
+
+/// [`run`] with another mock script.
+fn run_mock(dir: &Path, config: &str, mock: &Value, extra: &[&str]) -> std::process::Output {
     std::fs::write(dir.join("flow.json"), agent_canvas().to_string()).unwrap();
-    std::fs::write(dir.join("mock.json"), mock().to_string()).unwrap();
+    std::fs::write(dir.join("mock.json"), mock.to_string()).unwrap();
     std::fs::write(dir.join("mcp.yaml"), config).unwrap();
     let mut c = canvas();
     c.current_dir(dir)
@@ -136,14 +141,44 @@ fn an_http_mcp_server_on_loopback_needs_the_private_network_allowance() {
     );
 }
 
-#[test]
-fn an_mcp_server_missing_from_the_config_says_how_to_add_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = run(dir.path(), "servers: {}\n", &[]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(
-        err.contains("\"calc\"") && err.contains("--mcp-config"),
-        "{err}"
+/// The model calls `add_0`; it answers once the tool result holds `error`.
+fn mock_reading(error: &str) -> Value {
+    json!({"rules": [
+        {"match": format!("(?s){}", regex::escape(error)), "on": "any", "answer": "The calculator is not available."},
+        {"match": "add", "tool_calls": [{"name": "add_0", "arguments": {"a": 2, "b": 3}}]},
+    ], "default": "the tool result never arrived"})
+}
+
+/// A setting missing for an Agent's MCP server is a tool error: the model reads it (as
+/// RAGFlow answers every call of a server whose session failed) and the run goes on.
+fn assert_the_model_read(out: &std::process::Output) {
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+    let evs = events(&out.stdout);
+    assert_eq!(
+        answer(&evs),
+        "Running the add_0 tool...The calculator is not available."
     );
+    let agent = evs
+        .iter()
+        .find(|e| e["event"] == "node_finished" && e["data"]["component_id"] == "Agent:Calc")
+        .expect("the Agent finished");
+    assert_eq!(agent["data"]["error"], Value::Null);
+}
+
+#[test]
+fn an_mcp_server_missing_from_the_config_is_what_the_model_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let said = "Error calling tool 'add': MCP server \"calc\" is not configured: pass --mcp-config FILE with the server under `servers:` (url, or command and args).";
+    let out = run_mock(dir.path(), "servers: {}\n", &mock_reading(said), &[]);
+    assert_the_model_read(&out);
+}
+
+#[test]
+fn an_undefined_header_variable_is_what_the_model_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    // Headers are made before any connection: no server is needed.
+    let config = "servers:\n  calc:\n    url: http://127.0.0.1:9/mcp\n    headers: {Authorization: 'Bearer ${CANVAS_MCP_TEST_NEVER_SET}'}\n";
+    let said = "MCP server \"calc\": `${CANVAS_MCP_TEST_NEVER_SET}` is not defined: set the environment variable CANVAS_MCP_TEST_NEVER_SET";
+    let out = run_mock(dir.path(), config, &mock_reading(said), &[]);
+    assert_the_model_read(&out);
 }

@@ -5,10 +5,15 @@
 use serde_json::{Value, json};
 
 use crate::peer::{FakeServer, Reply, Seen};
-use crate::util::{TIMEOUT, canvas, events, stderr};
+use crate::util::{TIMEOUT, canvas, events, final_content, status, stderr, trace};
 
 /// Begin → Retrieval → Message, the Retrieval's parameters merged over `params`.
 fn canvas_json(params: Value) -> String {
+    canvas_with(params, json!({}))
+}
+
+/// [`canvas_json`] with `extra` components added (exception routes' targets).
+fn canvas_with(params: Value, extra: Value) -> String {
     let mut p = json!({
         "query": "{sys.query}",
         "kb_ids": ["handbook"],
@@ -23,11 +28,16 @@ fn canvas_json(params: Value) -> String {
     for (k, v) in params.as_object().unwrap() {
         p[k] = v.clone();
     }
-    json!({"components": {
+    let mut components = json!({
         "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Retrieval:Docs"], "upstream": []},
         "Retrieval:Docs": {"obj": {"component_name": "Retrieval", "params": p}, "downstream": ["Message:Out"], "upstream": ["begin"]},
         "Message:Out": {"obj": {"component_name": "Message", "params": {"content": ["{Retrieval:Docs@formalized_content}"]}}, "downstream": [], "upstream": ["Retrieval:Docs"]}
-    }, "path": [], "history": [], "globals": {"sys.query": "", "sys.user_id": "", "sys.conversation_turns": 0, "sys.files": []}})
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        components[k] = v.clone();
+    }
+    json!({"components": components, "path": [], "history": [],
+        "globals": {"sys.query": "", "sys.user_id": "", "sys.conversation_turns": 0, "sys.files": []}})
     .to_string()
 }
 
@@ -79,8 +89,11 @@ fn run(
     let file = dir.join("flow.json");
     std::fs::write(&file, canvas_text).unwrap();
     let mut c = canvas();
+    // No RAGFlow server unless `base` names one: neither variables nor an llm.yaml
+    // with a `ragflow:` section (HOME is the test store's directory).
     c.env_remove("RAGFLOW_BASE_URL")
-        .env_remove("RAGFLOW_API_KEY");
+        .env_remove("RAGFLOW_API_KEY")
+        .env_remove("CANVAS_LLM_CONFIG");
     if let Some(b) = base {
         c.env("RAGFLOW_BASE_URL", b)
             .env("RAGFLOW_API_KEY", "rf-key");
@@ -93,6 +106,8 @@ fn run(
         "-q",
         query,
     ])
+    .arg("--store")
+    .arg(dir.join("store.db"))
     .timeout(TIMEOUT)
     .output()
     .unwrap()
@@ -218,25 +233,170 @@ fn server_errors_become_the_component_error() {
     assert_eq!(r["data"]["error"], "Dataset(nope) does not exist.");
 }
 
+/// The error of Retrieval naming datasets with no RAGFlow server configured.
+fn says_what_to_set(error: &Value) {
+    let text = error
+        .as_str()
+        .unwrap_or_else(|| panic!("an error: {error}"));
+    assert!(
+        text.starts_with("Retrieval needs a RAGFlow server to search datasets handbook:"),
+        "{text}"
+    );
+    for name in [
+        "RAGFLOW_BASE_URL",
+        "RAGFLOW_API_KEY",
+        "`ragflow:`",
+        "llm.yaml",
+    ] {
+        assert!(text.contains(name), "{name} in {text}");
+    }
+    assert!(!text.contains('\n'), "one line: {text:?}");
+}
+
 #[test]
-fn named_datasets_without_a_server_say_what_to_set() {
+fn named_datasets_without_a_server_fail_the_component_saying_what_to_set() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(dir.path(), &canvas_json(json!({})), None, "refunds");
+    // A component error no exception route handles: the turn stops after the batch.
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert_eq!(
-        err.trim()
-            .lines()
-            .filter(|l| l.starts_with("error:"))
-            .count(),
-        1,
-        "{err}"
-    );
-    assert!(err.contains("Retrieval:Docs"), "{err}");
+    let evs = events(&out.stdout);
+    let r = finished(&evs, "Retrieval:Docs");
+    says_what_to_set(&r["data"]["error"]);
     assert!(
-        err.contains("RAGFLOW_BASE_URL") && err.contains("RAGFLOW_API_KEY"),
-        "{err}"
+        !trace(&evs).contains(&"node_started Message:Out".to_string()),
+        "{:?}",
+        trace(&evs)
     );
+    assert!(final_content(&evs).is_none(), "no workflow_finished");
+
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("Retrieval:Docs"), "{err}");
+    assert!(lines[0].contains("RAGFLOW_BASE_URL"), "{err}");
+
+    let run_id = evs[0]["task_id"].as_str().expect("a task_id");
+    assert_eq!(status(&dir.path().join("store.db"), run_id), "failed");
+}
+
+#[test]
+fn without_a_server_a_comment_default_lets_the_run_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let flow = canvas_json(json!({
+        "exception_method": "comment",
+        "exception_default_value": "The handbook cannot be searched right now."
+    }));
+    let out = run(dir.path(), &flow, None, "refunds");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let evs = events(&out.stdout);
+    // RAGFlow's `ToolBase.invoke`: the error stays the tool's `_ERROR`; the canvas shows
+    // the default as a message and goes on (`engine.md` §2.3, §4.4).
+    let r = finished(&evs, "Retrieval:Docs");
+    says_what_to_set(&r["data"]["error"]);
+    let shown: Vec<&Value> = evs
+        .iter()
+        .filter(|e| e["event"] == "message")
+        .map(|e| &e["data"]["content"])
+        .collect();
+    assert_eq!(
+        shown.first(),
+        Some(&&json!("The handbook cannot be searched right now.")),
+        "{shown:?}"
+    );
+    finished(&evs, "Message:Out");
+    assert_eq!(evs.last().unwrap()["event"], "workflow_finished");
+
+    let run_id = evs[0]["task_id"].as_str().expect("a task_id");
+    assert_eq!(status(&dir.path().join("store.db"), run_id), "succeeded");
+}
+
+#[test]
+fn without_a_server_goto_runs_the_exception_route() {
+    let dir = tempfile::tempdir().unwrap();
+    let flow = canvas_with(
+        json!({"exception_method": "goto", "exception_goto": ["Message:Sorry"]}),
+        json!({"Message:Sorry": {"obj": {"component_name": "Message",
+            "params": {"content": ["Sorry, I cannot search: {Retrieval:Docs@_ERROR}"]}},
+            "downstream": [], "upstream": ["Retrieval:Docs"]}}),
+    );
+    let out = run(dir.path(), &flow, None, "refunds");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let evs = events(&out.stdout);
+    says_what_to_set(&finished(&evs, "Retrieval:Docs")["data"]["error"]);
+    let steps = trace(&evs);
+    assert!(
+        steps.contains(&"node_finished Message:Sorry".to_string()),
+        "{steps:?}"
+    );
+    assert!(
+        !steps.contains(&"node_started Message:Out".to_string()),
+        "the normal route is skipped: {steps:?}"
+    );
+    // The route reads the error (the space before a reference is eaten, as in RAGFlow).
+    let answer = final_content(&evs).expect("workflow_finished");
+    assert!(
+        answer.starts_with("Sorry, I cannot search:Retrieval needs a RAGFlow server"),
+        "{answer}"
+    );
+}
+
+#[test]
+fn as_an_agent_tool_without_a_server_the_model_reads_what_to_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let flow = json!({"components": {
+        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Agent:Helper"], "upstream": []},
+        "Agent:Helper": {"obj": {"component_name": "Agent", "params": {
+            "llm_id": "",
+            "sys_prompt": "You answer from the handbook.",
+            "prompts": [{"role": "user", "content": "{sys.query}"}],
+            "max_rounds": 3,
+            "tools": [{"component_name": "Retrieval", "name": "Retrieval",
+                "params": {"kb_ids": ["handbook"], "retrieval_from": "dataset"}}],
+        }}, "downstream": ["Message:Out"], "upstream": ["begin"]},
+        "Message:Out": {"obj": {"component_name": "Message",
+            "params": {"content": ["{Agent:Helper@content}"]}}, "downstream": [], "upstream": ["Agent:Helper"]},
+    }});
+    // The second call answers only when the tool's text reached the model.
+    let mock = json!({"rules": [
+        {"match": "(?s)Retrieval needs a RAGFlow server to search datasets handbook: set RAGFLOW_BASE_URL and RAGFLOW_API_KEY",
+         "on": "any", "answer": "The handbook is not reachable: no RAGFlow server is set."},
+        {"match": "refund", "tool_calls": [{"name": "search_my_dateset_0", "arguments": {"query": "refunds"}}]},
+    ], "default": "the tool result never arrived"});
+    let mock_file = dir.path().join("mock.json");
+    std::fs::write(&mock_file, mock.to_string()).unwrap();
+    let file = dir.path().join("flow.json");
+    std::fs::write(&file, flow.to_string()).unwrap();
+    let store = dir.path().join("store.db");
+    let out = canvas()
+        .env_remove("RAGFLOW_BASE_URL")
+        .env_remove("RAGFLOW_API_KEY")
+        .env_remove("CANVAS_LLM_CONFIG")
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--format",
+            "jsonl",
+            "-q",
+            "refund policy?",
+        ])
+        .arg("--store")
+        .arg(&store)
+        .arg("--mock-llm")
+        .arg(&mock_file)
+        .timeout(TIMEOUT)
+        .output()
+        .unwrap();
+    // RAGFlow never fails an Agent for a tool's error: the text is the tool result.
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let evs = events(&out.stdout);
+    assert_eq!(finished(&evs, "Agent:Helper")["data"]["error"], Value::Null);
+    let answer = final_content(&evs).expect("workflow_finished");
+    assert!(
+        answer.ends_with("The handbook is not reachable: no RAGFlow server is set."),
+        "{answer}"
+    );
+    let run_id = evs[0]["task_id"].as_str().expect("a task_id");
+    assert_eq!(status(&store, run_id), "succeeded");
 }
 
 #[test]

@@ -26,7 +26,7 @@ pub enum McpError {
     },
     /// A canvas names a server the configuration does not know.
     #[error(
-        "MCP server {server:?} is not configured: add it under `servers:` in the --mcp-config file"
+        "MCP server {server:?} is not configured: pass --mcp-config FILE with the server under `servers:` (url, or command and args)"
     )]
     UnknownServer {
         /// The canvas's `mcp_id`.
