@@ -547,6 +547,20 @@ impl Session<'_> {
                     .hint(format!("canvas resume {run_id} continues it")));
             }
         };
+        if matches!(end, RunEnd::Finished) {
+            // RAGFlow finishes a run whose streamed answer failed without a handler,
+            // and so do we; a script reading only the exit code would miss it.
+            for id in &state.streaming {
+                if let Some(e) = state.error_of(id).filter(|e| !e.is_empty()) {
+                    eprintln!(
+                        "warning: {label}: component {id:?}{} failed while streaming its answer, \
+                         and the run went on without it (as in RAGFlow): {}",
+                        class(id),
+                        error_line(&e)
+                    );
+                }
+            }
+        }
         // A badly typed answer given up front is reported once the run is stored as
         // waiting, so it can be answered again.
         let preset = match &form {

@@ -78,6 +78,16 @@ pub enum Chunk {
 /// A stream plan a component left to be drained after its batch (RAGFlow's generator).
 pub type Deferred = Box<dyn Any + Send>;
 
+/// How a drained model stream left its component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// Its `content` is final: the component gets its `node_finished`.
+    Done,
+    /// It stopped at a failure and left `content` unset, as RAGFlow leaves a generator
+    /// that returned early: the component never gets its `node_finished`.
+    Abandoned,
+}
+
 /// A model answer an LLM/Agent leaves as its `content` until a Message streams it
 /// (RAGFlow's lazy generator): the model is called when the Message pulls it.
 #[async_trait]
@@ -89,7 +99,7 @@ pub trait ModelStream: Send {
         self: Box<Self>,
         cx: &NodeCx<'_>,
         emit: &mut (dyn FnMut(Chunk) + Send),
-    ) -> CResult<()>;
+    ) -> CResult<StreamEnd>;
 }
 
 /// One node type. Implementations live in `components/`, one file each.
@@ -403,8 +413,17 @@ impl<'a> NodeCx<'a> {
             kwargs: Object::new(),
         };
         let res = stream.run(&pcx, emit).await;
-        lock(&self.shared.state).streaming.remove(cpn);
-        Some(res)
+        // An abandoned stream stays "a generator" for the partials that wait on it.
+        if !matches!(res, Ok(StreamEnd::Abandoned)) {
+            lock(&self.shared.state).streaming.remove(cpn);
+        }
+        // A stream that stops the run names the component whose answer it was.
+        Some(match res {
+            Err(ComponentError::Fatal(m)) => Err(ComponentError::Fatal(format!(
+                "while streaming the answer of {cpn}: {m}"
+            ))),
+            other => other.map(|_| ()),
+        })
     }
 
     /// Pick an index in `0..n` (Message alternatives).

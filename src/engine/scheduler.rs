@@ -735,19 +735,17 @@ impl<'a> Turn<'a> {
     }
 
     /// After a Message: the `node_finished` of streaming components it drained, in
-    /// order, up to the first one still waiting. A stream that failed fails the turn.
+    /// order, up to the first one still waiting (an abandoned stream waits forever, as
+    /// RAGFlow's generator does). Their errors were handled before they streamed: an
+    /// `_ERROR` set while streaming shows in the event but does not stop the turn.
     fn flush_partials(&mut self, em: &mut Emitter<'_>) -> Result<(), RunError> {
         while let Some(first) = self.partials.first().cloned() {
-            if lock(&self.shared.streams).contains_key(&first) {
+            let waiting = lock(&self.shared.streams).contains_key(&first)
+                || lock(&self.shared.state).streaming.contains(&first);
+            if waiting {
                 break;
             }
             let node = self.node(&first)?;
-            let err = lock(&self.shared.state)
-                .error_of(&first)
-                .filter(|e| !e.is_empty());
-            if let (Some(err), None) = (err, &self.error) {
-                self.error = Some((first.clone(), err));
-            }
             em.emit(EventKind::NodeFinished(self.finished(node)))?;
             self.partials.remove(0);
         }

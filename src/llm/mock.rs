@@ -286,25 +286,14 @@ impl ChatModel for MockModel {
         let (mut deltas, completion) = match self.script.answer(req) {
             Answer::Text(text) => {
                 let tokens = count_tokens(&text);
-                // An answer opening with `<think>…</think>` streams its reasoning apart,
-                // as a reasoning model's provider sends it.
-                let (reasoning, answer) = match text
-                    .strip_prefix("<think>")
-                    .and_then(|r| r.rsplit_once("</think>"))
-                {
-                    Some((r, a)) => (r, a),
-                    None => ("", text.as_str()),
-                };
-                let mut deltas: Vec<Delta> = if reasoning.is_empty() {
-                    Vec::new()
-                } else {
-                    self.script
-                        .chunks(reasoning)
-                        .into_iter()
-                        .map(Delta::Reasoning)
-                        .collect()
-                };
-                deltas.extend(self.script.chunks(answer).into_iter().map(Delta::Text));
+                // The answer is the model's raw text, `<think>` tags and `**ERROR**`
+                // included: RAGFlow's post-processing treats it as a provider's text.
+                let deltas: Vec<Delta> = self
+                    .script
+                    .chunks(&text)
+                    .into_iter()
+                    .map(Delta::Text)
+                    .collect();
                 (deltas, tokens)
             }
             Answer::Tools(calls) => {

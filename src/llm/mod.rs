@@ -189,6 +189,9 @@ pub enum ErrorCode {
     ContentFiltered,
     /// Quota, credit or billing.
     QuotaExceeded,
+    /// The last attempt allowed failed (RAGFlow names every failure of the last
+    /// attempt so, whatever its cause; the message keeps the cause).
+    MaxRetriesExceeded,
     /// Anything else.
     GenericError,
 }
@@ -206,6 +209,7 @@ impl ErrorCode {
             ErrorCode::ModelError => "MODEL_ERROR",
             ErrorCode::ContentFiltered => "CONTENT_FILTERED",
             ErrorCode::QuotaExceeded => "QUOTA_EXCEEDED",
+            ErrorCode::MaxRetriesExceeded => "MAX_RETRIES_EXCEEDED",
             ErrorCode::GenericError => "GENERIC_ERROR",
         }
     }

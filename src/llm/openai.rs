@@ -626,6 +626,12 @@ impl Call {
         } else {
             self.phase = Phase::Done;
             let message = self.message(&f);
+            // RAGFlow: `if attempt == max_retries: error_code = ERROR_MAX_RETRIES`.
+            let code = if self.attempt >= self.attempts {
+                ErrorCode::MaxRetriesExceeded
+            } else {
+                code
+            };
             self.out.push_back(Err(LlmError::Call { code, message }));
         }
     }
@@ -1707,7 +1713,8 @@ mod tests {
         let (deltas, err) = run(&model(&server.base), &request(2)).await;
         assert!(deltas.is_empty());
         let (code, message) = call_error(err);
-        assert_eq!(code, ErrorCode::ServerError);
+        // RAGFlow names a failure of the last attempt so, whatever its class.
+        assert_eq!(code, ErrorCode::MaxRetriesExceeded);
         assert_eq!(server.seen().len(), 3);
         let url = format!("{}chat/completions", server.base);
         assert_eq!(
@@ -1749,7 +1756,7 @@ mod tests {
         let started = std::time::Instant::now();
         let (_, err) = run(&m, &request(1)).await;
         let (code, message) = call_error(err);
-        assert_eq!(code, ErrorCode::Timeout);
+        assert_eq!(code, ErrorCode::MaxRetriesExceeded);
         // Timeouts before any answer are retried.
         assert_eq!(server.seen().len(), 2);
         assert_eq!(
@@ -1825,7 +1832,9 @@ mod tests {
             json!({"error": {"message": "Content blocked as sensitive", "code": "data_inspection_failed"}}),
         ])])
         .await;
-        let (deltas, err) = run(&model(&server.base), &request(0)).await;
+        // Not the last attempt allowed, but never retried once text arrived: the
+        // failure keeps its class.
+        let (deltas, err) = run(&model(&server.base), &request(1)).await;
         assert_eq!(deltas, [Delta::Text("a".into())]);
         let (code, message) = call_error(err);
         assert_eq!(code, ErrorCode::ContentFiltered);
@@ -1843,13 +1852,39 @@ mod tests {
         let base = format!("http://127.0.0.1:{port}/v1");
         let (_, err) = run(&model(&base), &request(1)).await;
         let (code, message) = call_error(err);
-        assert_eq!(code, ErrorCode::ConnectionError);
+        assert_eq!(code, ErrorCode::MaxRetriesExceeded);
         assert!(
             message.starts_with(&format!("cannot connect to {base}/chat/completions: ")),
             "{message}"
         );
         assert!(message.ends_with("(attempt 2 of 2)"), "{message}");
         assert!(!message.contains('\n'));
+    }
+
+    #[tokio::test]
+    async fn only_the_last_attempt_is_max_retries_exceeded() {
+        // A refusal that is not retried keeps its class while attempts remain...
+        let server = serve(vec![Reply::status(
+            400,
+            r#"{"error": {"message": "no such field"}}"#,
+        )])
+        .await;
+        let (_, err) = run(&model(&server.base), &request(2)).await;
+        let text = err.expect("an error").ragflow_text();
+        assert!(
+            text.starts_with("**ERROR**: INVALID_REQUEST - HTTP 400 Bad Request from "),
+            "{text}"
+        );
+        assert_eq!(server.seen().len(), 1);
+        // ...and is RAGFlow's MAX_RETRIES_EXCEEDED when it was the last one allowed.
+        let (_, err) = run(&model(&server.base), &request(0)).await;
+        let text = err.expect("an error").ragflow_text();
+        assert!(
+            text.starts_with("**ERROR**: MAX_RETRIES_EXCEEDED - HTTP 400 Bad Request from "),
+            "{text}"
+        );
+        assert!(text.contains("after 1 attempt: "), "{text}");
+        assert!(text.contains("no such field"), "{text}");
     }
 
     #[tokio::test]
@@ -1874,15 +1909,8 @@ mod tests {
             texts.push(format!("{err:?}"));
             codes.push(call_error(Some(err)).0);
         }
-        assert_eq!(
-            codes,
-            [
-                ErrorCode::AuthError,
-                ErrorCode::RateLimitExceeded,
-                ErrorCode::ModelError,
-                ErrorCode::ModelError
-            ]
-        );
+        // Each failed the only attempt allowed.
+        assert_eq!(codes, [ErrorCode::MaxRetriesExceeded; 4]);
         assert_eq!(server.seen().len(), 4);
         assert_eq!(
             server.seen()[0].header("authorization"),

@@ -126,6 +126,7 @@ fn parse_code(name: &str) -> Option<ErrorCode> {
         ModelError,
         ContentFiltered,
         QuotaExceeded,
+        MaxRetriesExceeded,
         GenericError,
     ]
     .into_iter()

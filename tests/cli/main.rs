@@ -3,6 +3,7 @@
 mod agent_tools;
 mod canvases;
 mod chat;
+mod checklist;
 mod code_exec;
 mod concurrency;
 mod conformance;
@@ -17,6 +18,7 @@ mod generated;
 mod graph;
 mod inspect;
 mod invoke;
+mod llm_failures;
 mod mcp;
 mod migrate;
 mod models;

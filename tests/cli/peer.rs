@@ -21,7 +21,29 @@ pub struct Reply {
     pub body: String,
     /// Extra response headers.
     pub headers: Vec<(String, String)>,
+    /// How the reply is sent.
+    pub delivery: Delivery,
 }
+
+/// How a fake peer sends a reply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Delivery {
+    /// The head and the whole body, then the connection closes.
+    #[default]
+    Whole,
+    /// Nothing: the connection is held, unanswered, until the client leaves (at most
+    /// [`SILENT_HOLD`]).
+    Silent,
+    /// The head announces [`CUT_MISSING`] more bytes than the body has; the body is
+    /// sent, then the connection closes.
+    Cut,
+}
+
+/// The longest a [`Delivery::Silent`] reply holds its connection.
+pub const SILENT_HOLD: Duration = Duration::from_secs(10);
+
+/// How many bytes a [`Delivery::Cut`] reply announces but never sends.
+pub const CUT_MISSING: usize = 100;
 
 impl Reply {
     /// An error status with an OpenAI-style JSON body.
@@ -36,6 +58,7 @@ impl Reply {
             content_type: "application/json",
             body: body.to_string(),
             headers: Vec::new(),
+            delivery: Delivery::Whole,
         }
     }
 
@@ -46,6 +69,7 @@ impl Reply {
             content_type,
             body: body.to_string(),
             headers: Vec::new(),
+            delivery: Delivery::Whole,
         }
     }
 
@@ -56,6 +80,7 @@ impl Reply {
             content_type: "text/plain",
             body: String::new(),
             headers: vec![("Location".into(), location.into())],
+            delivery: Delivery::Whole,
         }
     }
 
@@ -68,6 +93,29 @@ impl Reply {
         }
         body.push_str("data: [DONE]\n\n");
         Reply::text(200, "text/event-stream", &body)
+    }
+
+    /// No answer at all: the request is read and the connection held until the client
+    /// gives up (a timeout for the client).
+    pub fn silent() -> Reply {
+        Reply {
+            delivery: Delivery::Silent,
+            ..Reply::text(200, "text/plain", "")
+        }
+    }
+
+    /// A streamed chat answer cut midway: one SSE chunk per piece, no `[DONE]`, and the
+    /// connection closes before the announced `Content-Length` is reached.
+    pub fn cut_sse(pieces: &[&str]) -> Reply {
+        let mut body = String::new();
+        for p in pieces {
+            let chunk = json!({"choices": [{"index": 0, "delta": {"content": p}}]});
+            body.push_str(&format!("data: {chunk}\n\n"));
+        }
+        Reply {
+            delivery: Delivery::Cut,
+            ..Reply::text(200, "text/event-stream", &body)
+        }
     }
 }
 
@@ -153,12 +201,20 @@ impl FakeServer {
                     seen.len()
                 };
                 let reply = handler(&req, n);
+                if reply.delivery == Delivery::Silent {
+                    hold(&mut conn);
+                    continue;
+                }
+                let announced = match reply.delivery {
+                    Delivery::Cut => reply.body.len() + CUT_MISSING,
+                    _ => reply.body.len(),
+                };
                 let mut head = format!(
                     "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
                     reply.status,
                     reason(reply.status),
                     reply.content_type,
-                    reply.body.len()
+                    announced
                 );
                 for (k, v) in &reply.headers {
                     head.push_str(&format!("{k}: {v}\r\n"));
@@ -217,6 +273,26 @@ fn reason(status: u16) -> &'static str {
         500 => "Internal Server Error",
         503 => "Service Unavailable",
         _ => "Status",
+    }
+}
+
+/// Hold a connection without answering until the client closes it or [`SILENT_HOLD`]
+/// passes.
+fn hold(conn: &mut TcpStream) {
+    let until = std::time::Instant::now() + SILENT_HOLD;
+    let mut byte = [0u8; 1024];
+    while std::time::Instant::now() < until {
+        let _ = conn.set_read_timeout(Some(Duration::from_millis(200)));
+        match conn.read(&mut byte) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return,
+        }
     }
 }
 

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::call::{AnswerStream, ToolBox, artifact_markdown, complete, converse, failure};
+use super::call::{
+    AnswerStream, ERROR_MARK, ToolBox, artifact_markdown, complete, converse, failure, read_all,
+};
 use super::json_repair::{clean_structured_answer, parse_lenient};
 use super::params::{LlmParams, Prompt};
 use super::prepare::prepare;
@@ -54,13 +56,7 @@ pub async fn answer_into_outputs(cx: &NodeCx<'_>, ask: Ask<'_>) -> CResult<()> {
     } else if cx.feeds_message() && !p.has_goto {
         stream(cx, &ask)
     } else {
-        match text(cx, &ask).await {
-            Ok(t) => {
-                cx.set_output("content", json!(t));
-                Ok(())
-            }
-            Err(e) => Err(e),
-        }
+        plain(cx, &ask).await
     };
     match (res, &p.comment_default) {
         (Err(ComponentError::Failed(_)), Some(d)) => {
@@ -71,8 +67,30 @@ pub async fn answer_into_outputs(cx: &NodeCx<'_>, ask: Ask<'_>) -> CResult<()> {
     }
 }
 
+/// The plain path (`llm-and-tools.md` §3.3 C, §4.5 step 6): an answer holding
+/// `**ERROR**` is the component's error. An LLM (or an Agent without tools) asks again
+/// at once, `max_retries` more times; an Agent with tools does not.
+async fn plain(cx: &NodeCx<'_>, ask: &Ask<'_>) -> CResult<()> {
+    let attempts = if ask.tools.is_some() {
+        1
+    } else {
+        ask.params.retry.max_retries.saturating_add(1)
+    };
+    let mut error = String::new();
+    for _ in 0..attempts {
+        let answer = text(cx, ask).await?;
+        if answer.contains(ERROR_MARK) {
+            error = answer;
+            continue;
+        }
+        cx.set_output("content", json!(answer));
+        return Ok(());
+    }
+    Err(ComponentError::Failed(error))
+}
+
 /// A plain answer: the conversation (with tools when given), think text and tool-call
-/// blocks removed.
+/// blocks removed; a failed call answers its `**ERROR**` text, as RAGFlow's chat layer.
 pub async fn text(cx: &NodeCx<'_>, ask: &Ask<'_>) -> CResult<String> {
     let p = ask.params;
     let model = model_for(cx, &p.llm_id)?;
@@ -85,7 +103,7 @@ pub async fn text(cx: &NodeCx<'_>, ask: &Ask<'_>) -> CResult<String> {
         ask.tools.as_deref(),
         ask.max_rounds,
         false,
-        &mut |_| {},
+        &mut read_all,
     )
     .await?;
     let mut answer = strip_tool_call_blocks(&strip_think(&raw));
@@ -136,8 +154,9 @@ async fn structured(cx: &NodeCx<'_>, ask: &Ask<'_>) -> CResult<()> {
     }
     let req = request(p, prepared.messages);
     let mut last = String::new();
+    let mut error = String::new();
     for attempt in 0..=p.retry.max_retries {
-        let raw = if attempt == 0 || ask.tools.is_none() {
+        let raw = if attempt == 0 || ask.tools.is_none() || last.is_empty() {
             let raw = converse(
                 cx,
                 model.as_ref(),
@@ -145,7 +164,7 @@ async fn structured(cx: &NodeCx<'_>, ask: &Ask<'_>) -> CResult<()> {
                 ask.tools.as_deref(),
                 ask.max_rounds,
                 false,
-                &mut |_| {},
+                &mut read_all,
             )
             .await?;
             strip_tool_call_blocks(&strip_think(&raw))
@@ -164,14 +183,18 @@ async fn structured(cx: &NodeCx<'_>, ask: &Ask<'_>) -> CResult<()> {
             );
             complete(cx, model.as_ref(), &fix).await?
         };
+        // A failed call is asked again as it is (RAGFlow's loop `continue`s).
+        if raw.contains(ERROR_MARK) {
+            error = raw;
+            continue;
+        }
         if let Some(v) = parse_lenient(&clean_structured_answer(&raw)) {
             cx.set_output("structured", v);
             return Ok(());
         }
+        let head: String = raw.chars().take(200).collect();
+        error = format!("The answer can't be parsed as JSON following the output schema: {head}");
         last = raw;
     }
-    let head: String = last.chars().take(200).collect();
-    Err(ComponentError::Failed(format!(
-        "The answer can't be parsed as JSON following the output schema: {head}"
-    )))
+    Err(ComponentError::Failed(error))
 }

@@ -2,6 +2,7 @@
 //! wrapped in `<think>`, usage counted), the native tool-call loop of an Agent
 //! (`llm-and-tools.md` §2.5), and the lazy answer stream a Message drains (§3.3 B).
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -9,7 +10,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::think::{Piece, ReasoningWrapper, ThinkSplitter, strip_think, strip_tool_call_blocks};
-use crate::engine::component::ModelStream;
+use crate::engine::component::{ModelStream, StreamEnd};
 use crate::engine::{CResult, Chunk, ComponentError, NodeCx};
 use crate::llm::{ChatModel, ChatRequest, Delta, LlmError, Message, Role, ToolCall};
 
@@ -70,65 +71,122 @@ pub fn failure(e: &LlmError) -> ComponentError {
     ComponentError::Failed(e.ragflow_text())
 }
 
+/// What a text callback says after each piece: read on, or stop reading the answer
+/// (RAGFlow stops consuming a stream at an `**ERROR**` piece).
+pub type Flow = ControlFlow<()>;
+
+/// A text callback that reads everything.
+pub fn read_all(_: &str) -> Flow {
+    Flow::Continue(())
+}
+
+/// The marker RAGFlow's components look for in an answer to tell a failed call.
+pub const ERROR_MARK: &str = "**ERROR**";
+
 /// What one call answered.
+#[derive(Default)]
 struct Answer {
     /// Text, reasoning wrapped as `<think>…</think>`.
     text: String,
     /// Native tool calls.
     tool_calls: Vec<ToolCall>,
+    /// The call failed: RAGFlow's `**ERROR**: CODE - text`, which RAGFlow's chat layer
+    /// returns (or streams as the last chunk) in place of an answer.
+    error: Option<String>,
+    /// The text callback asked to stop reading.
+    stopped: bool,
 }
 
-/// One call: deltas are forwarded to `on_text` as they arrive and collected; the
-/// usage is counted on `cx`.
+/// How a failed call goes on: a provider's failure is RAGFlow's `**ERROR**` answer; a
+/// setup problem (a replay that lacks the call, an unusable script or configuration)
+/// stops the run, since no answer can come and the user must fix it.
+fn call_failure(e: LlmError) -> CResult<String> {
+    match e {
+        LlmError::Call { .. } => Ok(e.ragflow_text()),
+        other => Err(ComponentError::Fatal(other.to_string())),
+    }
+}
+
+/// One call: text is forwarded to `on_text` as it arrives and collected; the usage is
+/// counted on `cx`. A provider's failure, at the start or midway, is forwarded and
+/// returned as RAGFlow's error text.
 async fn one_call(
     cx: &NodeCx<'_>,
     model: &dyn ChatModel,
     req: &ChatRequest,
-    on_text: &mut (dyn FnMut(&str) + Send),
+    on_text: &mut (dyn FnMut(&str) -> Flow + Send),
 ) -> CResult<Answer> {
-    let mut stream = model.chat(req).await.map_err(|e| failure(&e))?;
-    let mut wrap = ReasoningWrapper::default();
-    let mut answer = Answer {
-        text: String::new(),
-        tool_calls: Vec::new(),
-    };
-    let mut push = |s: String, answer: &mut Answer| {
-        if !s.is_empty() {
-            on_text(&s);
-            answer.text.push_str(&s);
+    let mut answer = Answer::default();
+    let mut stream = match model.chat(req).await {
+        Ok(s) => s,
+        Err(e) => {
+            let text = call_failure(e)?;
+            let _ = on_text(&text);
+            answer.error = Some(text);
+            return Ok(answer);
         }
     };
+    let mut wrap = ReasoningWrapper::default();
+    let mut push = |s: String, answer: &mut Answer| {
+        if s.is_empty() {
+            return Flow::Continue(());
+        }
+        answer.text.push_str(&s);
+        on_text(&s)
+    };
     while let Some(d) = stream.next().await {
-        match d {
+        let flow = match d {
             Ok(Delta::Text(t)) => push(wrap.text(&t), &mut answer),
             Ok(Delta::Reasoning(r)) => push(wrap.reasoning(&r), &mut answer),
-            Ok(Delta::ToolCalls(calls)) => answer.tool_calls.extend(calls),
-            Ok(Delta::Usage(u)) => cx.add_usage(u.prompt_tokens, u.completion_tokens),
-            Err(e) => return Err(failure(&e)),
+            Ok(Delta::ToolCalls(calls)) => {
+                answer.tool_calls.extend(calls);
+                Flow::Continue(())
+            }
+            Ok(Delta::Usage(u)) => {
+                cx.add_usage(u.prompt_tokens, u.completion_tokens);
+                Flow::Continue(())
+            }
+            Err(e) => {
+                let text = call_failure(e)?;
+                let _ = push(text.clone(), &mut answer);
+                answer.error = Some(text);
+                return Ok(answer);
+            }
+        };
+        if flow.is_break() {
+            answer.stopped = true;
+            return Ok(answer);
         }
     }
     if let Some(close) = wrap.finish() {
-        push(close, &mut answer);
+        if push(close, &mut answer).is_break() {
+            answer.stopped = true;
+        }
     }
     Ok(answer)
 }
 
 /// A non-streamed answer as RAGFlow's model layer returns it: text after the last
-/// `</think>`, `<tool_call>` blocks removed.
+/// `</think>`, `<tool_call>` blocks removed; a failed call answers its `**ERROR**` text.
 pub async fn complete(
     cx: &NodeCx<'_>,
     model: &dyn ChatModel,
     req: &ChatRequest,
 ) -> CResult<String> {
-    let a = one_call(cx, model, req, &mut |_| {}).await?;
+    let a = one_call(cx, model, req, &mut read_all).await?;
+    if let Some(error) = a.error {
+        return Ok(error);
+    }
     Ok(strip_tool_call_blocks(&strip_think(&a.text)))
 }
 
 /// The conversation with tools: up to `max_rounds + 1` requests offering the tools;
 /// each round's calls run concurrently and their results are fed back; when the rounds
 /// are used up, "Exceed max rounds: N" and one last request without tools. Returns
-/// the raw text of every round (reasoning in `<think>`). With `announce`, each tool
-/// call is announced in the text as RAGFlow's stream does.
+/// the raw text of every round (reasoning in `<think>`), or, when a call fails, only its
+/// `**ERROR**` text (as RAGFlow's chat layer returns it). With `announce`, each tool call
+/// is announced in the text as RAGFlow's stream does. `on_text` may stop the
+/// conversation: what was received until then is returned.
 pub async fn converse(
     cx: &NodeCx<'_>,
     model: &dyn ChatModel,
@@ -136,26 +194,32 @@ pub async fn converse(
     tools: Option<&dyn ToolBox>,
     max_rounds: usize,
     announce: bool,
-    on_text: &mut (dyn FnMut(&str) + Send),
+    on_text: &mut (dyn FnMut(&str) -> Flow + Send),
 ) -> CResult<String> {
     let tools = tools.filter(|_| model.supports_tools());
     let schemas = tools.map(|t| t.schemas()).unwrap_or_default();
     let Some(tools) = tools.filter(|_| !schemas.is_empty()) else {
-        return Ok(one_call(cx, model, &req, on_text).await?.text);
+        let a = one_call(cx, model, &req, on_text).await?;
+        return Ok(a.error.unwrap_or(a.text));
     };
     req.tools = schemas;
     let mut full = String::new();
     for _ in 0..=max_rounds {
         let a = one_call(cx, model, &req, on_text).await?;
+        if let Some(error) = a.error {
+            return Ok(error);
+        }
         full.push_str(&a.text);
-        if a.tool_calls.is_empty() {
+        if a.stopped || a.tool_calls.is_empty() {
             return Ok(full);
         }
         if announce {
             for c in &a.tool_calls {
                 let note = format!("<think>Running the {} tool...</think>", c.name);
-                on_text(&note);
                 full.push_str(&note);
+                if on_text(&note).is_break() {
+                    return Ok(full);
+                }
             }
         }
         let results =
@@ -170,7 +234,9 @@ pub async fn converse(
             let text = match r {
                 Ok(s) => s,
                 Err(ComponentError::Failed(m)) => m,
-                Err(ComponentError::Fatal(m)) => return Err(ComponentError::Failed(m)),
+                // What the model cannot fix (a tool this build does not run, a server
+                // the user must allow) stops the run.
+                Err(fatal @ ComponentError::Fatal(_)) => return Err(fatal),
             };
             req.messages.push(Message {
                 role: Role::Tool,
@@ -186,6 +252,9 @@ pub async fn converse(
     ));
     req.tools.clear();
     let a = one_call(cx, model, &req, on_text).await?;
+    if let Some(error) = a.error {
+        return Ok(error);
+    }
     full.push_str(&a.text);
     Ok(full)
 }
@@ -216,6 +285,12 @@ async fn run_tool(cx: &NodeCx<'_>, tools: &dyn ToolBox, call: &ToolCall) -> CRes
 /// A streamed answer left for a Message: the model is called when the Message pulls
 /// it; pieces go through RAGFlow's think splitter; at the end the producer's `content`
 /// holds the whole text (markers included).
+///
+/// A piece holding `**ERROR**` stops the stream (`llm-and-tools.md` §3.3 B, §3.4 item
+/// 8): with a `comment` default, the default is streamed and becomes `content`; else an
+/// Agent with tools streams the error piece and keeps it in `content` and `_ERROR`,
+/// while an LLM (or a tool-less Agent) streams nothing more and sets only `_ERROR`:
+/// its `content` stays an unconsumed stream, so it never gets its `node_finished`.
 pub struct AnswerStream {
     /// The model to call.
     pub model: Arc<dyn ChatModel>,
@@ -229,37 +304,58 @@ pub struct AnswerStream {
     pub comment_default: Option<Value>,
 }
 
+/// The pieces of a stream as `content` gathers them and the Message receives them.
+fn forward(pieces: Vec<Piece>, content: &mut String, emit: &mut (dyn FnMut(Chunk) + Send)) {
+    for p in pieces {
+        match p {
+            Piece::Text(t) => {
+                content.push_str(&t);
+                emit(Chunk::Text(t));
+            }
+            Piece::StartThink => {
+                content.push_str("<think>");
+                emit(Chunk::StartThink);
+            }
+            Piece::EndThink => {
+                content.push_str("</think>");
+                emit(Chunk::EndThink);
+            }
+        }
+    }
+}
+
 #[async_trait]
 impl ModelStream for AnswerStream {
     async fn run(
         self: Box<Self>,
         cx: &NodeCx<'_>,
         emit: &mut (dyn FnMut(Chunk) + Send),
-    ) -> CResult<()> {
+    ) -> CResult<StreamEnd> {
+        let with_tools = self.tools.is_some();
+        let shows_error = with_tools && self.comment_default.is_none();
         let mut splitter = ThinkSplitter::default();
         let mut content = String::new();
-        let mut forward = |pieces: Vec<Piece>, content: &mut String| {
-            for p in pieces {
-                match p {
-                    Piece::Text(t) => {
-                        content.push_str(&t);
-                        emit(Chunk::Text(t));
-                    }
-                    Piece::StartThink => {
-                        content.push_str("<think>");
-                        emit(Chunk::StartThink);
-                    }
-                    Piece::EndThink => {
-                        content.push_str("</think>");
-                        emit(Chunk::EndThink);
-                    }
-                }
-            }
-        };
+        // The piece that carried `**ERROR**`.
+        let mut failed: Option<String> = None;
         let res = {
             let mut on_text = |t: &str| {
-                let pieces = splitter.push(&strip_tool_call_blocks(t));
-                forward(pieces, &mut content);
+                let mut pieces = splitter.push(&strip_tool_call_blocks(t));
+                if let Some(at) = pieces
+                    .iter()
+                    .position(|p| matches!(p, Piece::Text(x) if x.contains(ERROR_MARK)))
+                {
+                    let rest = pieces.split_off(at);
+                    forward(pieces, &mut content, &mut *emit);
+                    if let Some(Piece::Text(e)) = rest.into_iter().next() {
+                        if shows_error {
+                            forward(vec![Piece::Text(e.clone())], &mut content, &mut *emit);
+                        }
+                        failed = Some(e);
+                    }
+                    return Flow::Break(());
+                }
+                forward(pieces, &mut content, &mut *emit);
+                Flow::Continue(())
             };
             converse(
                 cx,
@@ -272,34 +368,36 @@ impl ModelStream for AnswerStream {
             )
             .await
         };
-        let tail = splitter.finish();
-        forward(tail, &mut content);
+        if let Some(error) = failed {
+            if let Some(d) = self.comment_default {
+                forward(
+                    vec![Piece::Text(crate::engine::template::plain_text(&d))],
+                    &mut content,
+                    emit,
+                );
+                cx.set_output("content", d);
+                return Ok(StreamEnd::Done);
+            }
+            cx.set_output("_ERROR", json!(error));
+            if with_tools {
+                cx.set_output("content", json!(content));
+                return Ok(StreamEnd::Done);
+            }
+            return Ok(StreamEnd::Abandoned);
+        }
+        res?;
+        forward(splitter.finish(), &mut content, emit);
         let artifacts = self
             .tools
             .as_ref()
             .map(|t| t.take_artifacts(cx))
             .unwrap_or_default();
-        match res {
-            Ok(_) => {
-                let extra = artifact_markdown(&content, &artifacts);
-                if !extra.is_empty() {
-                    forward(vec![Piece::Text(extra)], &mut content);
-                }
-                cx.set_output("content", json!(content));
-            }
-            Err(e) => match self.comment_default {
-                Some(d) => {
-                    let text = crate::engine::template::plain_text(&d);
-                    forward(vec![Piece::Text(text)], &mut content);
-                    cx.set_output("content", d);
-                }
-                None => {
-                    cx.set_output("content", json!(content));
-                    cx.set_output("_ERROR", json!(e.to_string()));
-                }
-            },
+        let extra = artifact_markdown(&content, &artifacts);
+        if !extra.is_empty() {
+            forward(vec![Piece::Text(extra)], &mut content, emit);
         }
-        Ok(())
+        cx.set_output("content", json!(content));
+        Ok(StreamEnd::Done)
     }
 }
 

@@ -41,21 +41,22 @@ pub enum Piece {
     EndThink,
 }
 
-/// RAGFlow's `_stream_with_think_delta` with `min_tokens = 0`, quirks included.
+/// RAGFlow's `_stream_with_think_delta` with `min_tokens = 0`, quirks included
+/// (`llm-and-tools.md` §3.4).
 ///
-/// Tags are recognised only when whole inside one chunk, and a close tag at the end of a
-/// chunk is held back until non-reasoning text arrives or the stream ends. RAGFlow also
-/// drops a chunk that starts with all the text so far (taking it for a cumulative
-/// chunk), which loses repeated words ("ha ha ha" shows "ha ha"); our clients only
-/// stream deltas, so every chunk is kept (`docs/differences.md`).
+/// A chunk that starts with all the text received so far is taken for a cumulative
+/// chunk and only its remainder is new (so a repeated word chunk is dropped). Tags are
+/// recognised only inside the new part of one chunk; a `</think>` followed by nothing
+/// but white space in its chunk is held back, with that white space, until the next
+/// chunk without a `</think>` or the end of the stream.
 #[derive(Debug, Clone, Default)]
 pub struct ThinkSplitter {
-    full_text: String,
-    last_idx: usize,
-    endswith_think: bool,
-    /// Length of `full_text` when last read (it only grows: equal length, same text).
-    last_len: usize,
+    /// Everything received, for the cumulative-chunk check.
+    received: String,
+    /// Inside a think block (a `<think>` fired and no `</think>` since).
     in_think: bool,
+    /// A `</think>` whose end marker is held back, with the white space after it.
+    held_close: Option<String>,
 }
 
 impl ThinkSplitter {
@@ -66,88 +67,97 @@ impl ThinkSplitter {
 
     /// Feeds one chunk; returns the pieces it releases.
     pub fn push(&mut self, chunk: &str) -> Vec<Piece> {
-        if chunk.is_empty() {
-            return Vec::new();
-        }
-        self.full_text.push_str(chunk);
-        // RAGFlow's model layer hands over reasoning as `<think>a</think>`, `b</think>`:
-        // the text a marker held back in the same chunk comes right after it (this is
-        // what RAGFlow's recorded streams show), so after a marker we read on.
         let mut out = Vec::new();
-        let mut delta = self.next_delta();
-        for _ in 0..64 {
-            if delta.is_empty() {
-                break;
+        if chunk.is_empty() {
+            return out;
+        }
+        let new = match chunk.strip_prefix(self.received.as_str()) {
+            Some(rest) => {
+                let rest = rest.to_string();
+                self.received = chunk.to_string();
+                rest
             }
-            if delta == OPEN || delta == CLOSE {
-                let open = delta == OPEN;
-                // A marker for the state we are already in is redundant.
-                if open != self.in_think {
-                    self.in_think = open;
-                    out.push(if open {
-                        Piece::StartThink
-                    } else {
-                        Piece::EndThink
-                    });
-                }
-                delta = self.delta_from_last();
-                continue;
+            None => {
+                self.received.push_str(chunk);
+                chunk.to_string()
             }
-            out.push(Piece::Text(delta));
-            break;
+        };
+        if new.is_empty() {
+            return out;
+        }
+        if !new.contains(CLOSE) {
+            if let Some(space) = self.held_close.take() {
+                // The held close is released: its marker, its white space, then this
+                // chunk's text with every tag deleted (not scanned again).
+                self.in_think = false;
+                out.push(Piece::EndThink);
+                text(&mut out, &space);
+                text(&mut out, &without_tags(&new));
+                return out;
+            }
+        }
+        self.scan(&new, &mut out);
+        out
+    }
+
+    /// Ends the stream: a close still held back is released, then its white space.
+    pub fn finish(&mut self) -> Vec<Piece> {
+        let mut out = Vec::new();
+        if let Some(space) = self.held_close.take() {
+            self.in_think = false;
+            out.push(Piece::EndThink);
+            text(&mut out, &space);
         }
         out
     }
 
-    /// Ends the stream: a close tag still held back is released.
-    pub fn finish(&mut self) -> Vec<Piece> {
-        if self.endswith_think {
-            self.endswith_think = false;
-            vec![Piece::EndThink]
-        } else {
-            Vec::new()
-        }
-    }
-
-    /// RAGFlow's `_next_think_delta`: what the latest chunk adds, or a bare marker.
-    fn next_delta(&mut self) -> String {
-        if self.full_text.len() == self.last_len {
-            return String::new();
-        }
-        self.last_len = self.full_text.len();
-        self.delta_from_last()
-    }
-
-    /// The delta from `last_idx` on (`_next_think_delta` past its no-change check).
-    fn delta_from_last(&mut self) -> String {
-        // `last_idx` only ever lands after a tag or at the end, so it is a char boundary;
-        // `get` keeps this panic-free regardless.
-        let d = self.full_text.get(self.last_idx..).unwrap_or("");
-        match d.find(OPEN) {
-            Some(0) => {
-                self.last_idx += OPEN.len();
-                return OPEN.to_string();
+    /// Splits the new part of one chunk at its tags.
+    fn scan(&mut self, part: &str, out: &mut Vec<Piece>) {
+        let mut rest = part;
+        loop {
+            let close = rest.find(CLOSE);
+            let open = rest.find(OPEN).filter(|o| close.is_none_or(|c| *o < c));
+            if let Some(o) = open {
+                text(out, &rest[..o]);
+                // A `<think>` inside a think block is only removed.
+                if !self.in_think {
+                    self.in_think = true;
+                    out.push(Piece::StartThink);
+                }
+                rest = &rest[o + OPEN.len()..];
+                continue;
             }
-            Some(p) => {
-                let text = d[..p].to_string();
-                self.last_idx += p;
-                return text;
+            let Some(c) = close else {
+                text(out, rest);
+                return;
+            };
+            text(out, &rest[..c]);
+            // After a close every tag of the chunk is deleted, not acted on.
+            let after = without_tags(&rest[c + CLOSE.len()..]);
+            if after.trim().is_empty() {
+                self.held_close
+                    .get_or_insert_with(String::new)
+                    .push_str(&after);
+            } else {
+                self.in_think = false;
+                out.push(Piece::EndThink);
+                text(out, &after);
             }
-            None => {}
+            return;
         }
-        if d.ends_with(CLOSE) {
-            self.endswith_think = true;
-        } else if self.endswith_think {
-            self.endswith_think = false;
-            return CLOSE.to_string();
-        }
-        let delta = d.replace(OPEN, "").replace(CLOSE, "");
-        self.last_idx = self.full_text.len();
-        if self.full_text.ends_with(CLOSE) {
-            self.last_idx -= CLOSE.len();
-        }
-        delta
     }
+}
+
+/// A text piece, unless empty.
+fn text(out: &mut Vec<Piece>, s: &str) {
+    if !s.is_empty() {
+        out.push(Piece::Text(s.to_string()));
+    }
+}
+
+/// `s` with every `<think>` and `</think>` deleted.
+fn without_tags(s: &str) -> String {
+    s.replace(OPEN, "").replace(CLOSE, "")
 }
 
 /// Turns a provider's reasoning and text deltas into tagged text, as RAGFlow's model
@@ -233,134 +243,126 @@ mod tests {
     }
 
     #[test]
-    fn splitter_close_inside_a_chunk_is_dropped_without_marker() {
-        // A `</think>` in the middle of a chunk is only removed, not reported.
+    fn splitter_text_glued_to_tags_in_word_chunks() {
+        // Conformance case 28: the recorded answer in word chunks.
         let got = split(&[
-            "<think>Let ",
-            "me ",
-            "think ",
-            "about ",
-            "it.</think>The ",
-            "answer ",
+            "Sure<think>check ",
+            "the  ",
+            "facts</think>Done. ",
+            "Final</think>  ",
+            "words ",
+            "here<think>again</think>",
         ]);
         assert_eq!(
             got,
             vec![
+                t("Sure"),
                 Piece::StartThink,
-                t("Let "),
-                t("me "),
-                t("think "),
-                t("about "),
-                t("it.The "),
-                t("answer "),
-            ]
-        );
-    }
-
-    #[test]
-    fn splitter_tags_in_their_own_chunks() {
-        let got = split(&[
-            "<think>", "Let ", "me ", "think ", "about ", "it.", "</think>", "The ", "answer ",
-            "is ",
-        ]);
-        // The close is held until text arrives, then shown before that text.
-        assert_eq!(
-            got,
-            vec![
-                Piece::StartThink,
-                t("Let "),
-                t("me "),
-                t("think "),
-                t("about "),
-                t("it."),
+                t("check "),
+                t("the  "),
+                t("facts"),
                 Piece::EndThink,
-                t("The "),
-                t("answer "),
-                t("is "),
+                t("Done. "),
+                t("Final"),
+                Piece::EndThink,
+                t("  "),
+                t("words "),
+                t("here"),
+                Piece::StartThink,
+                t("again"),
+                Piece::EndThink,
             ]
         );
     }
 
     #[test]
-    fn splitter_open_tag_split_across_chunks_is_text() {
-        let got = split(&["<", "t", "h", "i", "n", "k", ">", "x"]);
+    fn splitter_tags_split_over_chunks_are_text() {
+        // Conformance case 29: char chunks never make a whole tag.
+        let chars: Vec<String> = "<think>hm</think>".chars().map(String::from).collect();
+        let refs: Vec<&str> = chars.iter().map(String::as_str).collect();
+        let got = split(&refs);
+        assert!(got.iter().all(|p| matches!(p, Piece::Text(_))), "{got:?}");
+        assert_eq!(got.len(), chars.len());
+    }
+
+    #[test]
+    fn splitter_drops_chunks_repeating_the_text_so_far() {
+        // Case 29: a second "o" after "o" is taken for a cumulative chunk.
+        assert_eq!(split(&["o", "o", "h"]), vec![t("o"), t("h")]);
+        // Case 31: "Yes  " after "Yes " adds only " ".
         assert_eq!(
-            got,
+            split(&["Yes ", "Yes  ", "Yes"]),
+            vec![t("Yes "), t(" "), t("Yes")]
+        );
+        // Deltas that repeat a word lose it, as in RAGFlow.
+        assert_eq!(split(&["ha ", "ha ", "ha"]), vec![t("ha "), t("ha")]);
+    }
+
+    #[test]
+    fn splitter_holds_white_space_after_a_close() {
+        // Case 30: the close and the white space after it wait for the next chunk.
+        assert_eq!(
+            split(&["<think> ", "idea ", "</think>   \n ", "Answer  "]),
             vec![
-                t("<"),
-                t("t"),
-                t("h"),
-                t("i"),
-                t("n"),
-                t("k"),
-                t(">"),
-                t("x")
+                Piece::StartThink,
+                t(" "),
+                t("idea "),
+                Piece::EndThink,
+                t("   \n "),
+                t("Answer  "),
+            ]
+        );
+        // At the end of the stream the held close comes out, then its white space.
+        assert_eq!(
+            split(&["<think>x</think>  "]),
+            vec![Piece::StartThink, t("x"), Piece::EndThink, t("  ")]
+        );
+    }
+
+    #[test]
+    fn splitter_stray_close_fires_and_deletes_later_tags() {
+        // Case 32: `</think>` with no `<think>` ends thinking; the tags after it in the
+        // same chunk are deleted, not acted on.
+        assert_eq!(
+            split(&["Intro text</think>Body <think>inner <think>nested</think> tail"]),
+            vec![
+                t("Intro text"),
+                Piece::EndThink,
+                t("Body inner nested tail")
             ]
         );
     }
 
     #[test]
-    fn splitter_keeps_repeated_chunks() {
-        // RAGFlow would drop the second "ha " as a cumulative chunk; we keep it.
+    fn splitter_think_only_answer_closes_at_the_end() {
+        // Case 32: a whole-chunk answer that is all reasoning.
         assert_eq!(
-            split(&["ha ", "ha ", "ha"]),
-            vec![t("ha "), t("ha "), t("ha")]
+            split(&["<think>only pondering, nothing to say</think>"]),
+            vec![
+                Piece::StartThink,
+                t("only pondering, nothing to say"),
+                Piece::EndThink
+            ]
         );
     }
 
     #[test]
-    fn splitter_close_at_end_is_released_by_finish() {
+    fn splitter_a_held_close_stays_held_through_a_chunk_with_a_close() {
+        // How the model layer wraps reasoning deltas: `<think>a</think>`, `b</think>`.
         assert_eq!(
-            split(&["<think>", "abc</think>"]),
-            vec![Piece::StartThink, t("abc"), Piece::EndThink]
-        );
-        // RAGFlow releases it even when no reasoning was open.
-        assert_eq!(split(&["abc</think>"]), vec![t("abc"), Piece::EndThink]);
-    }
-
-    #[test]
-    fn splitter_text_releasing_a_close_comes_right_after_it() {
-        // engine.md §4.4: the Message content of `<think>`, `hmm`, `</think>`,
-        // `ECHO(THINK)` is `hmmECHO(THINK)`: nothing is lost.
-        assert_eq!(
-            split(&["<think>a", "b</think>", "The end"]),
+            split(&["<think>a</think>", "b</think>", "answer"]),
             vec![
                 Piece::StartThink,
                 t("a"),
                 t("b"),
                 Piece::EndThink,
-                t("The end")
-            ]
-        );
-        assert_eq!(
-            split(&["<think>", "hmm", "</think>", "ECHO(THINK)"]),
-            vec![
-                Piece::StartThink,
-                t("hmm"),
-                Piece::EndThink,
-                t("ECHO(THINK)")
+                t("answer")
             ]
         );
     }
 
     #[test]
-    fn splitter_text_before_open_tag_in_one_chunk() {
-        assert_eq!(
-            split(&["Hi <think>", "r", "</think>", "ok", "!"]),
-            vec![
-                t("Hi "),
-                Piece::StartThink,
-                t("r"),
-                Piece::EndThink,
-                t("ok"),
-                t("!")
-            ]
-        );
-    }
-
-    #[test]
-    fn splitter_redundant_markers_are_dropped() {
-        // Second `<think>` while in reasoning yields nothing.
+    fn splitter_open_inside_a_block_is_removed() {
         assert_eq!(
             split(&["<think>", "<think>", "x"]),
             vec![Piece::StartThink, t("x")]
