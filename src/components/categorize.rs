@@ -12,7 +12,7 @@ use super::chat::prepare::history;
 use crate::engine::refs::RefElement;
 use crate::engine::value::{Object, py_json};
 use crate::engine::{BuildError, CResult, Component, ComponentError, Kind, NodeCx};
-use crate::llm::{ChatRequest, Message, Role};
+use crate::llm::{ChatRequest, ERROR_MARK, Message, Role};
 
 /// One category of `category_description`, in map order.
 #[derive(Debug, Clone)]
@@ -238,7 +238,7 @@ impl Component for Categorize {
             retry: self.llm.retry,
         };
         let answer = complete(cx, model.as_ref(), &req).await?;
-        if answer.contains("**ERROR**") {
+        if answer.contains(ERROR_MARK) {
             return Err(ComponentError::Failed(answer));
         }
         let c = self.pick(&answer);

@@ -270,12 +270,16 @@ pub enum LlmError {
     Replay(String),
 }
 
+/// The mark RAGFlow's chat layer puts in place of an answer when a call fails, and its
+/// components look for to tell a failed call.
+pub const ERROR_MARK: &str = "**ERROR**";
+
 impl LlmError {
     /// The text RAGFlow puts in a component's `_ERROR`: `**ERROR**: CODE - text`.
     pub fn ragflow_text(&self) -> String {
         match self {
-            LlmError::Call { .. } => format!("**ERROR**: {self}"),
-            other => format!("**ERROR**: {} - {other}", ErrorCode::GenericError),
+            LlmError::Call { .. } => format!("{ERROR_MARK}: {self}"),
+            other => format!("{ERROR_MARK}: {} - {other}", ErrorCode::GenericError),
         }
     }
 }

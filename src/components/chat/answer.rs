@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::call::{
-    AnswerStream, ERROR_MARK, ToolBox, artifact_markdown, complete, converse, failure, read_all,
+    AnswerStream, ToolBox, artifact_markdown, complete, converse, failure, read_all,
 };
 use super::json_repair::{clean_structured_answer, parse_lenient};
 use super::params::{LlmParams, Prompt};
@@ -15,7 +15,7 @@ use super::prepare::prepare;
 use super::prompts::structured_output_prompt;
 use super::think::{strip_think, strip_tool_call_blocks};
 use crate::engine::{CResult, ComponentError, NodeCx};
-use crate::llm::{ChatModel, ChatRequest, Message, Role};
+use crate::llm::{ChatModel, ChatRequest, ERROR_MARK, Message, Role};
 
 /// How a component asks for its answer.
 pub struct Ask<'p> {

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::think::{Piece, ReasoningWrapper, ThinkSplitter, strip_think, strip_tool_call_blocks};
 use crate::engine::component::{ModelStream, StreamEnd};
 use crate::engine::{CResult, Chunk, ComponentError, NodeCx};
-use crate::llm::{ChatModel, ChatRequest, Delta, LlmError, Message, Role, ToolCall};
+use crate::llm::{ChatModel, ChatRequest, Delta, ERROR_MARK, LlmError, Message, Role, ToolCall};
 
 /// Tools an Agent offers the model.
 #[async_trait]
@@ -80,9 +80,6 @@ pub fn read_all(_: &str) -> Flow {
     Flow::Continue(())
 }
 
-/// The marker RAGFlow's components look for in an answer to tell a failed call.
-pub const ERROR_MARK: &str = "**ERROR**";
-
 /// What one call answered.
 #[derive(Default)]
 struct Answer {
@@ -117,14 +114,10 @@ async fn one_call(
     on_text: &mut (dyn FnMut(&str) -> Flow + Send),
 ) -> CResult<Answer> {
     let mut answer = Answer::default();
+    // A call that fails before its first delta fails like one that breaks midway.
     let mut stream = match model.chat(req).await {
         Ok(s) => s,
-        Err(e) => {
-            let text = call_failure(e)?;
-            let _ = on_text(&text);
-            answer.error = Some(text);
-            return Ok(answer);
-        }
+        Err(e) => futures::stream::once(async { Err(e) }).boxed(),
     };
     let mut wrap = ReasoningWrapper::default();
     let mut push = |s: String, answer: &mut Answer| {
