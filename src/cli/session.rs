@@ -381,7 +381,7 @@ impl Session<'_> {
             checkpoint_group: crate::engine::scheduler::CHECKPOINT_GROUP,
             models: self.models.source.clone(),
             date: self.models.date.clone(),
-            tools: self.tools.clone(),
+            services: crate::engine::Services::new().with(self.tools.clone()),
         }
     }
 

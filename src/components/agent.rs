@@ -20,7 +20,7 @@ use crate::engine::refs::RefElement;
 use crate::engine::value::Object;
 use crate::engine::{BuildError, CResult, Component, ComponentError, NodeCx};
 use crate::tools::mcp::{McpConfig, McpError, McpServer, McpSession};
-use crate::tools::{Call, Tool};
+use crate::tools::{Call, Tool, ToolEnv};
 
 /// Build an Agent from its DSL parameters (its tools included, recursively).
 pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
@@ -307,12 +307,12 @@ impl Tools {
         }
         let server: McpServer = match McpConfig::from_entry(entry) {
             Some(s) => s,
-            None => match cx.tools().mcp.get(&id) {
+            None => match ToolEnv::of(cx).mcp.get(&id) {
                 Ok(s) => s.clone(),
                 Err(e) => return Ok(Err(e)),
             },
         };
-        let session = match McpSession::connect(&server, &cx.tools().net, &[]).await {
+        let session = match McpSession::connect(&server, &ToolEnv::of(cx).net, &[]).await {
             Ok(s) => Arc::new(s),
             // Fatal, not the model's text: a malformed header in the configuration file
             // and an address the private-network guard refuses are the user's to fix

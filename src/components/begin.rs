@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::form::store_answers;
 use crate::engine::value::Object;
-use crate::engine::{BuildError, CResult, Component, Kind, NodeCx};
+use crate::engine::{BuildError, CResult, Component, NodeCx, Role};
 
 /// Build a Begin; `mode` must be conversational, task or Webhook.
 pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
@@ -29,8 +29,8 @@ impl Component for Begin {
         true
     }
 
-    fn kind(&self) -> Kind {
-        Kind::Begin
+    fn role(&self) -> Role {
+        Role::Entry
     }
 
     async fn invoke(&self, cx: &NodeCx<'_>) -> CResult<()> {

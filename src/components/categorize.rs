@@ -11,7 +11,7 @@ use super::chat::params::LlmParams;
 use super::chat::prepare::history;
 use crate::engine::refs::RefElement;
 use crate::engine::value::{Object, py_json};
-use crate::engine::{BuildError, CResult, Component, ComponentError, Kind, NodeCx};
+use crate::engine::{self, BuildError, CResult, Component, ComponentError, NodeCx};
 use crate::llm::{ChatRequest, ERROR_MARK, Message, Role};
 
 /// One category of `category_description`, in map order.
@@ -182,8 +182,8 @@ impl Categorize {
 
 #[async_trait]
 impl Component for Categorize {
-    fn kind(&self) -> Kind {
-        Kind::Categorize
+    fn role(&self) -> engine::Role {
+        engine::Role::Router
     }
 
     fn thoughts(&self, _cx: &NodeCx<'_>) -> String {

@@ -20,6 +20,7 @@ use super::message::stringify;
 use crate::engine::refs::{REF_RE, RefElement};
 use crate::engine::value::{Object, py_json, py_str};
 use crate::engine::{BuildError, CResult, Component, ComponentError, NodeCx};
+use crate::tools::ToolEnv;
 
 /// The formats RAGFlow accepts, in its order.
 const FORMATS: &[&str] = &["pdf", "docx", "txt", "markdown", "html"];
@@ -351,7 +352,7 @@ impl Component for DocGenerator {
         } else {
             sanitize_filename(&self.filename, ext)
         };
-        let env = cx.tools();
+        let env = ToolEnv::of(cx);
         let job = Job {
             markdown,
             format: self.format.clone(),

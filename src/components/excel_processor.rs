@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 use crate::engine::template::plain_text;
 use crate::engine::value::{Object, py_str};
 use crate::engine::{BuildError, CResult, Component, ComponentError, NodeCx};
+use crate::tools::ToolEnv;
 use crate::tools::sql::frame::{self, FloatFmt};
 use crate::tools::sql::{Cell, ResultSet, datetime_cell};
 
@@ -746,7 +747,7 @@ fn output(cx: &NodeCx<'_>, format: &str) -> CResult<()> {
         (to_xlsx(&sheets), format!("{stem}.xlsx"))
     };
     let written = bytes.and_then(|b| {
-        let dir = cx.tools().artifacts_dir.as_deref();
+        let dir = ToolEnv::of(cx).artifacts_dir.as_deref();
         if let Some(d) = dir {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
         }

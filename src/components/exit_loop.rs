@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 
 use crate::engine::value::Object;
-use crate::engine::{BuildError, CResult, Component, Kind, NodeCx};
+use crate::engine::{BuildError, CResult, Component, NodeCx, Role};
 
 /// Build an ExitLoop.
 pub fn build(_params: &Object) -> Result<Box<dyn Component>, BuildError> {
@@ -20,8 +20,8 @@ impl Component for ExitLoop {
         true
     }
 
-    fn kind(&self) -> Kind {
-        Kind::ExitLoop
+    fn role(&self) -> Role {
+        Role::LoopBreak
     }
 
     async fn invoke(&self, _cx: &NodeCx<'_>) -> CResult<()> {

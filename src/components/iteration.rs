@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::engine::value::{Object, py_type};
-use crate::engine::{BuildError, CResult, Component, Kind, NodeCx};
+use crate::engine::{BuildError, CResult, Component, ContainerKind, NodeCx, Role};
 
 /// Build an Iteration.
 pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
@@ -35,8 +35,8 @@ impl Component for Iteration {
         true
     }
 
-    fn kind(&self) -> Kind {
-        Kind::Iteration
+    fn role(&self) -> Role {
+        Role::Container(ContainerKind::OverList)
     }
 
     fn thoughts(&self, cx: &NodeCx<'_>) -> String {

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::iteration::not_a_list;
 use crate::engine::value::Object;
-use crate::engine::{BuildError, CResult, Component, ComponentError, Kind, NodeCx};
+use crate::engine::{BuildError, CResult, Component, ComponentError, NodeCx, Role};
 
 /// Build an IterationItem.
 pub fn build(_params: &Object) -> Result<Box<dyn Component>, BuildError> {
@@ -56,8 +56,8 @@ impl Component for IterationItem {
         true
     }
 
-    fn kind(&self) -> Kind {
-        Kind::IterationItem
+    fn role(&self) -> Role {
+        Role::ContainerItem
     }
 
     fn thoughts(&self, _cx: &NodeCx<'_>) -> String {

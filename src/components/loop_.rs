@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::engine::value::Object;
-use crate::engine::{BuildError, CResult, Component, ComponentError, Kind, NodeCx};
+use crate::engine::{BuildError, CResult, Component, ComponentError, ContainerKind, NodeCx, Role};
 
 /// Build a Loop.
 pub fn build(_params: &Object) -> Result<Box<dyn Component>, BuildError> {
@@ -28,8 +28,8 @@ impl Component for Loop {
         true
     }
 
-    fn kind(&self) -> Kind {
-        Kind::Loop
+    fn role(&self) -> Role {
+        Role::Container(ContainerKind::Breakable)
     }
 
     fn thoughts(&self, _cx: &NodeCx<'_>) -> String {

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::engine::value::{Object, py_eq, py_type_name};
-use crate::engine::{BuildError, CResult, Component, ComponentError, Kind, NodeCx};
+use crate::engine::{BuildError, CResult, Component, ComponentError, NodeCx, Role};
 
 /// Build a LoopItem.
 pub fn build(_params: &Object) -> Result<Box<dyn Component>, BuildError> {
@@ -114,8 +114,8 @@ impl Component for LoopItem {
         true
     }
 
-    fn kind(&self) -> Kind {
-        Kind::LoopItem
+    fn role(&self) -> Role {
+        Role::ContainerItem
     }
 
     fn thoughts(&self, _cx: &NodeCx<'_>) -> String {

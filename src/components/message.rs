@@ -10,7 +10,7 @@ use crate::engine::refs::RefElement;
 use crate::engine::template::{self, JinjaMode, MergeRef, Piece};
 use crate::engine::value::{Object, py_json};
 use crate::engine::{
-    BuildError, CResult, Chunk, Component, ComponentError, Deferred, Kind, NodeCx,
+    BuildError, CResult, Chunk, Component, ComponentError, Deferred, NodeCx, Role,
 };
 
 /// Build a Message; RAGFlow requires non-empty `content` and a boolean `stream`.
@@ -162,8 +162,8 @@ impl Message {
 
 #[async_trait]
 impl Component for Message {
-    fn kind(&self) -> Kind {
-        Kind::Message
+    fn role(&self) -> Role {
+        Role::Streamer
     }
 
     fn default_outputs(&self) -> &'static [&'static str] {

@@ -12,9 +12,11 @@ mod doc_generator;
 mod excel_processor;
 mod exit_loop;
 mod form;
-pub(crate) mod invoke;
+mod invoke;
 mod iteration;
 mod iteration_item;
+#[cfg(test)]
+mod lint_props;
 mod list_operations;
 mod llm;
 mod loop_;

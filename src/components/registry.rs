@@ -2,7 +2,7 @@
 //! we match them case-insensitively, as its Go port does.
 
 use crate::engine::value::Object;
-use crate::engine::{self, BuildError, Component, Kind};
+use crate::engine::{self, BuildError, Component, Role};
 
 use super::unsupported::Unsupported;
 use super::{
@@ -108,9 +108,9 @@ pub const TOOLS: &[(&str, ToolBuilder)] = &[
 
 /// RAGFlow components this build recognises but cannot run yet: (name, routing kind,
 /// what is missing).
-pub const UNSUPPORTED: &[(&str, Kind, &str)] = &[(
+pub const UNSUPPORTED: &[(&str, Role, &str)] = &[(
     "Browser",
-    Kind::Generic,
+    Role::Plain,
     "Browser (a headless web browser) is not supported",
 )];
 
@@ -177,8 +177,8 @@ mod tests {
                 json_obj(r#"{"category_description": {"a": {"to": ["M"]}}}"#)
             )
             .unwrap()
-            .kind(),
-            Kind::Categorize
+            .role(),
+            Role::Router
         );
     }
 

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use crate::engine::value::{
     Object, is_number_like, py_eq, py_float_of, py_repr, py_str, py_type_name, truthy,
 };
-use crate::engine::{BuildError, CResult, Component, ComponentError, Kind, NodeCx};
+use crate::engine::{BuildError, CResult, Component, ComponentError, NodeCx, Role};
 
 /// Build a Switch; RAGFlow requires conditions (each with targets) and an else branch.
 pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
@@ -142,8 +142,8 @@ impl Component for Switch {
         true
     }
 
-    fn kind(&self) -> Kind {
-        Kind::Switch
+    fn role(&self) -> Role {
+        Role::Router
     }
 
     fn thoughts(&self, _cx: &NodeCx<'_>) -> String {

@@ -3,21 +3,21 @@
 
 use async_trait::async_trait;
 
-use crate::engine::{CResult, Component, ComponentError, Kind, NodeCx};
+use crate::engine::{CResult, Component, ComponentError, NodeCx, Role};
 
 /// Placeholder for a recognised component without an implementation.
 pub struct Unsupported {
     /// RAGFlow's class name.
     pub name: &'static str,
     /// Its routing kind.
-    pub kind: Kind,
+    pub kind: Role,
     /// What is missing, for the error message.
     pub why: &'static str,
 }
 
 #[async_trait]
 impl Component for Unsupported {
-    fn kind(&self) -> Kind {
+    fn role(&self) -> Role {
         self.kind
     }
 

@@ -8,7 +8,7 @@ use super::form::store_answers;
 #[cfg(test)]
 use crate::engine::forms::field_satisfied;
 use crate::engine::value::{Object, py_json, py_str, truthy};
-use crate::engine::{BuildError, CResult, Component, Kind, NodeCx};
+use crate::engine::{BuildError, CResult, Component, NodeCx, Role};
 
 /// Build a UserFillUp (RAGFlow's `check()` always passes).
 pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
@@ -62,8 +62,8 @@ impl UserFillUp {
 
 #[async_trait]
 impl Component for UserFillUp {
-    fn kind(&self) -> Kind {
-        Kind::UserFillUp
+    fn role(&self) -> Role {
+        Role::Form
     }
 
     fn thoughts(&self, _cx: &NodeCx<'_>) -> String {

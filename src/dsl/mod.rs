@@ -12,8 +12,6 @@ pub mod load;
 pub mod locate;
 pub mod model;
 pub mod normalize;
-#[cfg(test)]
-mod props;
 pub mod syntax;
 
 pub use finding::{Finding, Level};

@@ -4,11 +4,14 @@
 use indexmap::IndexMap;
 use serde_json::{Value, json};
 
-use super::component::{Component, Kind};
+use super::component::{Component, ContainerKind, Role};
 use super::refs::{self, RefElement};
 use super::state::{NodeState, RunState};
 use super::value::Object;
 use crate::dsl::Dsl;
+
+/// RAGFlow starts every run at the component with this id.
+pub const ENTRY_ID: &str = "begin";
 
 /// Builds component instances from DSL class names (implemented by `components::Registry`).
 pub trait Registry {
@@ -110,8 +113,8 @@ pub struct Node {
     pub class: String,
     /// Human name from the graph (`component_name` in events), or `""`.
     pub name: String,
-    /// Routing kind.
-    pub kind: Kind,
+    /// The part it plays in the run algorithm.
+    pub role: Role,
     /// Parameters as written.
     pub params: Object,
     /// Routing targets.
@@ -137,11 +140,15 @@ pub struct Canvas {
 impl Canvas {
     /// Compile a DSL with a component registry.
     pub fn compile(dsl: Dsl, registry: &dyn Registry) -> Result<Canvas, CompileError> {
-        if !dsl.components.contains_key("begin") {
+        if !dsl.components.contains_key(ENTRY_ID) {
             let found = dsl
                 .components
                 .iter()
-                .find(|(_, c)| c.obj.component_name.eq_ignore_ascii_case("begin"))
+                .find(|(_, c)| {
+                    registry
+                        .build(&c.obj.component_name, &c.obj.params)
+                        .is_ok_and(|b| b.role() == Role::Entry)
+                })
                 .map(|(id, _)| id.clone());
             return Err(CompileError::MissingBegin { found });
         }
@@ -212,7 +219,7 @@ impl Canvas {
                     id: id.clone(),
                     class: name.clone(),
                     name: dsl.graph_name(id),
-                    kind: component.kind(),
+                    role: component.role(),
                     params,
                     downstream: def.downstream.clone(),
                     parent_id,
@@ -230,14 +237,21 @@ impl Canvas {
         self.nodes.get(id)
     }
 
-    /// The first child of `parent` of the given kind (RAGFlow's `get_start`).
+    /// RAGFlow's resume test on a path's first id: it contains, case-insensitively, the
+    /// class name of a form (`"userfillup"`), whatever that component is.
+    pub fn names_a_form(&self, id: &str) -> bool {
+        let id = id.to_lowercase();
+        self.nodes
+            .values()
+            .filter(|n| n.role == Role::Form)
+            .any(|n| id.contains(&n.class.to_lowercase()))
+    }
+
+    /// The first item child of container `parent` (RAGFlow's `get_start`).
     pub fn start_of(&self, parent: &str) -> Option<&str> {
         self.nodes
             .values()
-            .find(|n| {
-                n.parent_id.as_deref() == Some(parent)
-                    && matches!(n.kind, Kind::IterationItem | Kind::LoopItem)
-            })
+            .find(|n| n.parent_id.as_deref() == Some(parent) && n.role == Role::ContainerItem)
             .map(|n| n.id.as_str())
     }
 
@@ -277,7 +291,7 @@ impl Canvas {
             .node(id)
             .and_then(|n| n.parent_id.as_deref())
             .and_then(|p| self.node(p))
-            .filter(|p| p.kind == Kind::Iteration)
+            .filter(|p| p.role == Role::Container(ContainerKind::OverList))
             .map(|p| p.id.as_str());
         let alias = |a: &str| -> Option<String> {
             if !matches!(a, "item" | "index" | "result") {

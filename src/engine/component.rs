@@ -12,36 +12,41 @@ use serde_json::Value;
 
 use super::compile::{Canvas, Node};
 use super::refs::{self, RefElement, RefError};
+use super::services::Services;
 use super::state::RunState;
 use super::template;
 use super::value::Object;
 use crate::llm::{ChatModel, LlmError, ModelSource};
 
-/// How the scheduler treats a component (RAGFlow compares lower-cased class names).
+/// The part a component plays in RAGFlow's run algorithm. The engine schedules by role,
+/// never by class name; each component declares its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// `begin`: receives the run's inputs, never pauses.
-    Begin,
-    /// `userfillup`: pauses the run for a form.
-    UserFillUp,
-    /// `message`: its content is streamed after the batch.
-    Message,
-    /// `switch`: routes through its `_next` output.
-    Switch,
-    /// `categorize`: routes through its `_next` output.
-    Categorize,
-    /// `iteration`: enters its IterationItem, finishes when the item ends.
-    Iteration,
-    /// `iterationitem`: one pass of an Iteration.
-    IterationItem,
-    /// `loop`: enters its LoopItem, finishes when the item ends.
-    Loop,
-    /// `loopitem`: one pass of a Loop.
-    LoopItem,
-    /// `exitloop`: leaves the enclosing Loop.
-    ExitLoop,
+pub enum Role {
+    /// Receives the run's inputs and never pauses (Begin).
+    Entry,
+    /// Pauses the run for a form (UserFillUp).
+    Form,
+    /// Streams its content after the batch (Message).
+    Streamer,
+    /// Routes through its `_next` output (Switch, Categorize).
+    Router,
+    /// Enters its item child and finishes when the item ends (Iteration, Loop).
+    Container(ContainerKind),
+    /// One pass of its enclosing container (IterationItem, LoopItem).
+    ContainerItem,
+    /// Leaves the enclosing breakable container (ExitLoop).
+    LoopBreak,
     /// Every other component.
-    Generic,
+    Plain,
+}
+
+/// What a container lets its children do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContainerKind {
+    /// Walks a list: its children's texts may say `{item}`, `{index}`, `{result}`.
+    OverList,
+    /// Repeats until a condition: a `LoopBreak` child leaves it.
+    Breakable,
 }
 
 /// Why a component's invocation did not succeed.
@@ -105,9 +110,9 @@ pub trait ModelStream: Send {
 /// One node type. Implementations live in `components/`, one file each.
 #[async_trait]
 pub trait Component: Send + Sync {
-    /// How the scheduler routes this component.
-    fn kind(&self) -> Kind {
-        Kind::Generic
+    /// The part this component plays in the run algorithm.
+    fn role(&self) -> Role {
+        Role::Plain
     }
 
     /// True when the component only computes from the run state (no I/O, no waiting,
@@ -170,8 +175,8 @@ pub struct RunContext {
     pub rng: Mutex<StdRng>,
     /// Where model calls go.
     pub models: Arc<dyn ModelSource>,
-    /// What tools may reach and how.
-    pub tools: Arc<crate::tools::ToolEnv>,
+    /// Services components take by type (tool settings).
+    pub services: Services,
 }
 
 impl RunContext {
@@ -182,7 +187,7 @@ impl RunContext {
             inputs,
             rng: Mutex::new(rand::SeedableRng::seed_from_u64(seed)),
             models: Arc::new(crate::llm::NoModels),
-            tools: Arc::new(crate::tools::ToolEnv::default()),
+            services: Services::new(),
         }
     }
 }
@@ -258,9 +263,9 @@ impl<'a> NodeCx<'a> {
         &self.run.run_id
     }
 
-    /// What tools may reach and how.
-    pub fn tools(&self) -> &crate::tools::ToolEnv {
-        &self.run.tools
+    /// The run's service of type `T`, if the caller gave one.
+    pub fn service<T: std::any::Any + Send + Sync>(&self) -> Option<&T> {
+        self.run.services.get::<T>()
     }
 
     /// RAGFlow's `get_input` for one parameter value (`engine.md` §2.4): a bare
@@ -377,10 +382,11 @@ impl<'a> NodeCx<'a> {
     /// True when a direct downstream component is a Message (RAGFlow streams an
     /// LLM/Agent answer only then).
     pub fn feeds_message(&self) -> bool {
-        self.node
-            .downstream
-            .iter()
-            .any(|d| self.canvas.node(d).is_some_and(|n| n.kind == Kind::Message))
+        self.node.downstream.iter().any(|d| {
+            self.canvas
+                .node(d)
+                .is_some_and(|n| n.role == Role::Streamer)
+        })
     }
 
     /// Leave this component's answer to be streamed by the Message that reads it.

@@ -9,6 +9,7 @@ pub mod events;
 pub mod forms;
 pub mod refs;
 pub mod scheduler;
+pub mod services;
 pub mod state;
 pub mod stop;
 pub mod template;
@@ -17,8 +18,11 @@ pub mod testkit;
 pub mod value;
 
 pub use compile::{BuildError, Canvas, CompileError, Node, Registry};
-pub use component::{CResult, Chunk, Component, ComponentError, Deferred, Kind, NodeCx};
+pub use component::{
+    CResult, Chunk, Component, ComponentError, ContainerKind, Deferred, NodeCx, Role,
+};
 pub use events::{Event, EventKind, EventSink, VecSink};
 pub use scheduler::{Outcome, RunConfig, RunError, run_turn};
+pub use services::Services;
 pub use state::{Cursor, RunState};
 pub use stop::{StopReason, StopSignal};

@@ -8,12 +8,15 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use serde_json::{Value, json};
 
-use super::compile::{Canvas, Node};
-use super::component::{Chunk, ComponentError, Kind, NodeCx, RunContext, Shared, lock};
+use super::compile::{Canvas, ENTRY_ID, Node};
+use super::component::{
+    Chunk, ComponentError, ContainerKind, NodeCx, Role, RunContext, Shared, lock,
+};
 use super::events::{
     Event, EventKind, EventSink, MessageChunk, NodeFinished, NodeStarted, WorkflowFinished,
 };
 use super::refs;
+use super::services::Services;
 use super::state::{Cursor, RunState};
 use super::stop::{StopReason, StopSignal};
 use super::value::{Object, py_repr, truthy};
@@ -45,8 +48,8 @@ pub struct RunConfig {
     pub models: Arc<dyn ModelSource>,
     /// A fixed `sys.date` (scripted and replayed runs are reproducible); `None` = now.
     pub date: Option<String>,
-    /// What tools may reach and how (network policy, services, sandbox).
-    pub tools: Arc<crate::tools::ToolEnv>,
+    /// Services components take by type (tool settings: network policy, sandbox...).
+    pub services: Services,
 }
 
 impl Default for RunConfig {
@@ -63,7 +66,7 @@ impl Default for RunConfig {
             checkpoint_group: CHECKPOINT_GROUP,
             models: Arc::new(crate::llm::NoModels),
             date: None,
-            tools: Arc::new(crate::tools::ToolEnv::default()),
+            services: Services::new(),
         }
     }
 }
@@ -193,7 +196,7 @@ pub async fn run_turn(
         inputs: cfg.inputs.clone(),
         rng: Mutex::new(rng),
         models: cfg.models.clone(),
-        tools: cfg.tools.clone(),
+        services: cfg.services.clone(),
     };
     let shared = Shared::new(state);
     let created = now_f64() as i64;
@@ -395,7 +398,7 @@ impl<'a> Turn<'a> {
         for i in from..to {
             let id = lock(&self.shared.state).path[i].clone();
             let node = self.node(&id)?;
-            if node.kind == Kind::Message && !lock(&self.shared.deferred).contains_key(&id) {
+            if node.role == Role::Streamer && !lock(&self.shared.deferred).contains_key(&id) {
                 let kwargs = self.declared_kwargs(node)?;
                 self.invoke_one(node, kwargs).await?;
             }
@@ -432,7 +435,7 @@ impl<'a> Turn<'a> {
         // Components of the session path are reset (Begin keeps its inputs).
         let path = st.path.clone();
         for id in &path {
-            let begin = self.canvas.node(id).is_some_and(|n| n.kind == Kind::Begin);
+            let begin = self.canvas.node(id).is_some_and(|n| n.role == Role::Entry);
             if st.nodes.contains_key(id) {
                 let ns = st.node_mut(id);
                 for v in ns.outputs.values_mut() {
@@ -466,7 +469,7 @@ impl<'a> Turn<'a> {
         };
         st.globals.insert("sys.conversation_turns".into(), next);
         if !self.cfg.resume {
-            st.path.push("begin".into());
+            st.path.push(ENTRY_ID.into());
             st.retrieval.push(json!({"chunks": [], "doc_aggs": []}));
         }
     }
@@ -483,7 +486,7 @@ impl<'a> Turn<'a> {
         let forms: Vec<&'a Node> = tail
             .iter()
             .filter_map(|id| self.canvas.node(id))
-            .filter(|n| n.kind == Kind::UserFillUp)
+            .filter(|n| n.role == Role::Form)
             .collect();
         if forms.is_empty() {
             return Ok(None);
@@ -491,11 +494,7 @@ impl<'a> Turn<'a> {
         let mut pending: Vec<String> = forms.iter().map(|n| n.id.clone()).collect();
         pending.extend(
             tail.iter()
-                .filter(|id| {
-                    self.canvas
-                        .node(id)
-                        .is_some_and(|n| n.kind != Kind::UserFillUp)
-                })
+                .filter(|id| self.canvas.node(id).is_some_and(|n| n.role != Role::Form))
                 .cloned(),
         );
         let blank = RunContext::seeded(&self.run.run_id, Object::new(), 0);
@@ -566,8 +565,8 @@ impl<'a> Turn<'a> {
         while i < t {
             let id = lock(&self.shared.state).path[i].clone();
             let node = self.node(&id)?;
-            let kwargs = match node.kind {
-                Kind::Begin | Kind::UserFillUp => Object::new(),
+            let kwargs = match node.role {
+                Role::Entry | Role::Form => Object::new(),
                 _ => {
                     let cx = self.cx(node, Object::new());
                     if let Some(elements) = node.component.text_refs(&cx) {
@@ -577,10 +576,7 @@ impl<'a> Turn<'a> {
                             refs::resolve(&st, &e.exp)
                                 .map_err(|err| crash(&id, err.to_string()))?;
                         }
-                        let resumed = st
-                            .path
-                            .first()
-                            .is_some_and(|p| p.to_lowercase().contains("userfillup"));
+                        let resumed = st.path.first().is_some_and(|p| self.canvas.names_a_form(p));
                         let missing = !resumed
                             && elements
                                 .iter()
@@ -667,7 +663,7 @@ impl<'a> Turn<'a> {
     async fn post_process(&mut self, i: usize, em: &mut Emitter<'_>) -> Result<(), RunError> {
         let id = lock(&self.shared.state).path[i].clone();
         let node = self.node(&id)?;
-        if node.kind == Kind::Message {
+        if node.role == Role::Streamer {
             self.stream_message(node, em).await?;
         }
         let mut other_branch = false;
@@ -713,7 +709,7 @@ impl<'a> Turn<'a> {
                 self.error = Some((id.clone(), err));
             }
         }
-        if !matches!(node.kind, Kind::Iteration | Kind::Loop) {
+        if !matches!(node.role, Role::Container(_)) {
             let streaming = lock(&self.shared.streams).contains_key(&id);
             if streaming && self.error.is_none() {
                 // Finished after the Message that drains it (RAGFlow's partials).
@@ -899,8 +895,8 @@ impl<'a> Turn<'a> {
                 }
             }
         };
-        match node.kind {
-            Kind::IterationItem | Kind::LoopItem => {
+        match node.role {
+            Role::ContainerItem => {
                 let cx = self.cx(node, Object::new());
                 let end = node
                     .component
@@ -917,7 +913,7 @@ impl<'a> Turn<'a> {
                     return Ok(());
                 }
             }
-            Kind::Switch | Kind::Categorize => {
+            Role::Router => {
                 let next = lock(&self.shared.state).output(&node.id, "_next");
                 let ids: Vec<String> = next
                     .as_array()
@@ -930,7 +926,7 @@ impl<'a> Turn<'a> {
                 extend(&ids);
                 return Ok(());
             }
-            Kind::Iteration | Kind::Loop => {
+            Role::Container(_) => {
                 let start = self.canvas.start_of(&node.id).ok_or_else(|| {
                     crash(
                         &node.id,
@@ -940,9 +936,9 @@ impl<'a> Turn<'a> {
                 extend(&[start.to_string()]);
                 return Ok(());
             }
-            Kind::ExitLoop => {
+            Role::LoopBreak => {
                 if let Some(p) = node.parent_id.as_deref().and_then(|p| self.canvas.node(p)) {
-                    if p.kind == Kind::Loop {
+                    if p.role == Role::Container(ContainerKind::Breakable) {
                         extend(&p.downstream);
                         return Ok(());
                     }

@@ -19,10 +19,10 @@ use reqwest::Url;
 use scraper::{ElementRef, Html, Node};
 use serde_json::{Value, json};
 
+use super::html::html_sections;
 use super::net::{ClientOptions, NetError, describe};
 use super::web;
 use super::{Call, Param, Tool, ToolMeta};
-use crate::components::invoke::html_sections;
 use crate::engine::value::Object;
 use crate::engine::{BuildError, CResult};
 

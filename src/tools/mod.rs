@@ -20,6 +20,7 @@ pub mod exe_sql;
 pub mod github;
 pub mod google;
 pub mod google_scholar;
+pub mod html;
 pub mod keenable;
 pub mod mcp;
 pub mod meta;
@@ -77,6 +78,14 @@ pub struct ToolEnv {
 }
 
 impl ToolEnv {
+    /// The settings of the run `cx` belongs to: the ones the caller put in the run's
+    /// services, else the defaults (no network beyond the guard's, no services).
+    pub fn of<'c>(cx: &'c NodeCx<'_>) -> &'c ToolEnv {
+        static DEFAULT: std::sync::OnceLock<ToolEnv> = std::sync::OnceLock::new();
+        cx.service::<ToolEnv>()
+            .unwrap_or_else(|| DEFAULT.get_or_init(ToolEnv::default))
+    }
+
     /// A non-empty environment variable.
     pub fn var(&self, name: &str) -> Option<&str> {
         self.vars
@@ -170,7 +179,7 @@ impl<'a> Call<'a> {
 
     /// What tools may reach and how.
     pub fn env(&self) -> &ToolEnv {
-        self.cx.tools()
+        ToolEnv::of(self.cx)
     }
 
     /// A parameter, `None` when absent.

@@ -1,14 +1,14 @@
-//! Property tests over random canvases built from the component set: `normalize` is
+//! Property tests over random canvases built from this build's component set: `normalize` is
 //! idempotent and never loses a top-level key, and `lint` (through the whole validate
 //! pipeline) never panics.
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::check::check;
-use super::load::Format;
-use super::normalize::normalize;
-use crate::components::Catalog;
+use super::Catalog;
+use crate::dsl::check::check;
+use crate::dsl::load::Format;
+use crate::dsl::normalize::normalize;
 
 const CLASSES: &[&str] = &[
     "Begin",
