@@ -26,12 +26,12 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use canvas::components::Registry;
-use canvas::dsl::load::from_value;
-use canvas::engine::{
+use canvas_components::Registry;
+use canvas_dsl::load::from_value;
+use canvas_engine::{
     Canvas, Event, EventKind, EventSink, Outcome, RunConfig, RunState, VecSink, run_turn,
 };
-use canvas::store::{RunRecord, SqliteStore, Store};
+use canvas_store::{RunRecord, SqliteStore, Store};
 use serde_json::Value;
 
 // The canvas generators are shared with the CLI tests. The file also holds `FORM`, which
@@ -362,7 +362,7 @@ const CHUNKS: usize = 5000;
 /// Message (think splitting, `message` events serialised as JSON lines), against the
 /// mock's stream drained bare. The difference per chunk is what the engine adds.
 fn stream_bench(rt: &tokio::runtime::Runtime, compile: &dyn Fn(&str, Value) -> Canvas) {
-    use canvas::llm::{ChatModel, ChatRequest, MockModel, MockScript, OneModel};
+    use canvas_llm::{ChatModel, ChatRequest, MockModel, MockScript, OneModel};
     use futures::StreamExt;
     use std::sync::Arc;
 

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use canvas::components::Catalog;
-use canvas::dsl::Format;
-use canvas::dsl::check::check;
+use canvas_components::Catalog;
+use canvas_dsl::Format;
+use canvas_dsl::check::check;
 
 const RUNS: usize = 40;
 /// The end-to-end target.

@@ -1,16 +1,8 @@
 //! `canvas`: run RAGFlow agent canvases locally with RAGFlow's exact event stream.
 //!
-//! Data flows one way: `dsl` (load) → `engine::Canvas::compile` (with the
-//! `components` registry) → `engine::run_turn` → events → `ui` renderers. `cli` wires
-//! them together and owns exit codes.
-
-#![warn(missing_docs)]
+//! This package is the command line only. Data flows one way through the library
+//! crates: `canvas_dsl` (load) → `canvas_engine::Canvas::compile` (with the
+//! `canvas_components` registry) → `canvas_engine::run_turn` → events → `canvas_ui`
+//! renderers and `canvas_store`. `cli` wires them together and owns exit codes.
 
 pub mod cli;
-pub mod components;
-pub mod dsl;
-pub mod engine;
-pub mod llm;
-pub mod store;
-pub mod tools;
-pub mod ui;

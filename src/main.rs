@@ -1,3 +1,5 @@
+//! The `canvas` command: everything is in `canvas::cli`.
+
 fn main() -> std::process::ExitCode {
     canvas::cli::main()
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{CliError, exit};
-use crate::store::{RunStatus, SqliteStore, Store, TurnEnd};
+use canvas_store::{RunStatus, SqliteStore, Store, TurnEnd};
 
 /// Options of `canvas cancel`.
 #[derive(Debug, Args)]
@@ -20,7 +20,7 @@ pub struct CancelArgs {
 
 /// Run `canvas cancel`.
 pub fn exec(args: CancelArgs) -> Result<u8, CliError> {
-    let path = args.store.unwrap_or_else(crate::store::default_path);
+    let path = args.store.unwrap_or_else(canvas_store::default_path);
     if !path.exists() {
         return Err(CliError::invalid(format!(
             "no run store at {}",
@@ -37,7 +37,7 @@ pub fn exec(args: CancelArgs) -> Result<u8, CliError> {
         .find_run(&args.run_id)
         .map_err(|e| CliError::invalid(e.to_string()).hint("canvas runs lists the stored runs"))?;
     let store_err =
-        |e: crate::store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
+        |e: canvas_store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
     if rec.status != RunStatus::Running {
         return Err(CliError::invalid(format!(
             "run {} is not running (it is {})",
@@ -48,7 +48,7 @@ pub fn exec(args: CancelArgs) -> Result<u8, CliError> {
     if store
         .acquire_lease(
             &rec.id,
-            &crate::store::lease_holder(),
+            &canvas_store::lease_holder(),
             std::time::Duration::from_secs(5),
         )
         .map_err(store_err)?
@@ -66,7 +66,7 @@ pub fn exec(args: CancelArgs) -> Result<u8, CliError> {
         store
             .end_turn(&rec.id, turn, &[], None, end)
             .map_err(store_err)?;
-        let _ = store.release_lease(&rec.id, &crate::store::lease_holder());
+        let _ = store.release_lease(&rec.id, &canvas_store::lease_holder());
         eprintln!(
             "run {} was not being run; it is now cancelled (canvas resume {} continues it)",
             rec.id, rec.id

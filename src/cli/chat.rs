@@ -11,11 +11,11 @@ use serde_json::Value;
 
 use super::session::{Next, Session, TurnArgs};
 use super::{CliError, exit};
-use crate::components::Registry;
-use crate::dsl;
-use crate::engine::Canvas;
-use crate::engine::value::Object;
-use crate::store::{RunRecord, Store, TurnKind};
+use canvas_components::Registry;
+use canvas_dsl as dsl;
+use canvas_engine::Canvas;
+use canvas_pyrt::Object;
+use canvas_store::{RunRecord, Store, TurnKind};
 
 /// Options of `canvas chat`.
 #[derive(Debug, Args)]

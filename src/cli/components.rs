@@ -5,9 +5,9 @@ use serde::Serialize;
 
 use super::CliError;
 use super::runs::write_stdout;
-use crate::components::{LEGACY, SUPPORTED, TOOLS, UNSUPPORTED};
-use crate::engine::value::Object;
-use crate::tools::Tool;
+use canvas_components::{LEGACY, SUPPORTED, TOOLS, UNSUPPORTED};
+use canvas_pyrt::Object;
+use canvas_tools::Tool;
 
 /// Output formats of `canvas components`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -60,7 +60,7 @@ pub fn unreadable(label: &str, what: impl fmt::Display) -> CliError {
 }
 
 /// A canvas that does not compile.
-pub fn uncompilable(label: &str, e: &crate::engine::CompileError) -> CliError {
+pub fn uncompilable(label: &str, e: &canvas_engine::CompileError) -> CliError {
     CliError::invalid(format!("{label}: {e}")).hint(e.hint())
 }
 

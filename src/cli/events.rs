@@ -8,9 +8,9 @@ use clap::{Args, ValueEnum};
 
 use super::runs::{find_run, output_result, store_failure, store_path, write_stdout};
 use super::{CliError, exit};
-use crate::engine::{Event, EventKind};
-use crate::store::{RunRecord, RunStatus, Store};
-use crate::ui::{Renderer, RunEnd, SseRenderer, TextOptions, TextRenderer};
+use canvas_engine::{Event, EventKind};
+use canvas_store::{RunRecord, RunStatus, Store};
+use canvas_ui::{Renderer, RunEnd, SseRenderer, TextOptions, TextRenderer};
 
 /// Output formats of `canvas events`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -193,8 +193,8 @@ fn end_of(events: &[Event], last: Option<&RunRecord>) -> RunEnd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::events::NodeFinished;
-    use crate::engine::value::Object;
+    use canvas_engine::events::NodeFinished;
+    use canvas_pyrt::Object;
 
     fn ev(kind: EventKind) -> Event {
         Event::test(kind, "r")

@@ -6,7 +6,7 @@ use clap::{Args, ValueEnum};
 
 use super::CliError;
 use super::runs::write_stdout;
-use crate::dsl;
+use canvas_dsl as dsl;
 
 /// Output formats of `canvas graph`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -6,8 +6,8 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::CliError;
-use crate::dsl::load::{Format, parse_value};
-use crate::engine::value::Object;
+use canvas_dsl::load::{Format, parse_value};
+use canvas_pyrt::Object;
 
 /// Build the run's inputs. `declared` maps field keys to their definitions (Begin's
 /// `inputs`), used to type `-i` values; a file's values are used as given.

@@ -13,9 +13,9 @@ use similar::TextDiff;
 use super::runs::write_stdout;
 use super::validate::{expand, format_of, read};
 use super::{CliError, exit};
-use crate::dsl::Format;
-use crate::dsl::load::parse_value;
-use crate::dsl::normalize::{Applied, normalize};
+use canvas_dsl::Format;
+use canvas_dsl::load::parse_value;
+use canvas_dsl::normalize::{Applied, normalize};
 
 /// Output formats of `canvas migrate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

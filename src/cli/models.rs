@@ -11,10 +11,10 @@ use clap::Args;
 use serde_json::Value;
 
 use super::error::CliError;
-use crate::engine::Canvas;
-use crate::llm::provider::{LlmConfig, Providers};
-use crate::llm::record::{Recorder, Replayer};
-use crate::llm::{MockModel, MockScript, ModelSource, OneModel};
+use canvas_engine::Canvas;
+use canvas_llm::provider::{LlmConfig, Providers};
+use canvas_llm::record::{Recorder, Replayer};
+use canvas_llm::{MockModel, MockScript, ModelSource, OneModel};
 
 /// Model options shared by run, resume and chat.
 #[derive(Debug, Clone, Args)]
@@ -49,7 +49,7 @@ pub struct ModelSetup {
 struct Shared(Arc<Providers>);
 
 impl ModelSource for Shared {
-    fn model(&self, llm_id: &str) -> Result<Arc<dyn crate::llm::ChatModel>, crate::llm::LlmError> {
+    fn model(&self, llm_id: &str) -> Result<Arc<dyn canvas_llm::ChatModel>, canvas_llm::LlmError> {
         self.0.model(llm_id)
     }
 }
@@ -131,7 +131,7 @@ impl ModelSetup {
                 p.resolve(&id).map_err(|e| {
                     let place = format!("{label}: component {:?} ({})", node.id, node.class);
                     match e {
-                        crate::llm::LlmError::Resolve { message, hint } => {
+                        canvas_llm::LlmError::Resolve { message, hint } => {
                             CliError::invalid(format!("{place}: {message}")).hint(hint)
                         }
                         other => CliError::invalid(format!("{place}: {other}")),
@@ -148,7 +148,7 @@ fn is_model_class(class: &str) -> bool {
 }
 
 /// The `llm_id`s of a component's parameters, its Agent tools' included.
-fn model_ids(params: &crate::engine::value::Object, out: &mut Vec<String>) {
+fn model_ids(params: &canvas_pyrt::Object, out: &mut Vec<String>) {
     if let Some(id) = params.get("llm_id") {
         out.push(id.as_str().unwrap_or("").to_string());
     }

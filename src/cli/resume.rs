@@ -7,10 +7,10 @@ use serde_json::Value;
 
 use super::session::{Next, Session, TurnArgs};
 use super::{CliError, exit, inputs};
-use crate::components::Registry;
-use crate::dsl::{self, Format};
-use crate::engine::Canvas;
-use crate::store::{RunStatus, Store, TurnKind, canvas_hash};
+use canvas_components::Registry;
+use canvas_dsl::{self as dsl, Format};
+use canvas_engine::Canvas;
+use canvas_store::{RunStatus, Store, TurnKind, canvas_hash};
 
 /// Options of `canvas resume`.
 #[derive(Debug, Args)]
@@ -51,7 +51,7 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
     let canvas = Canvas::compile(dsl, &Registry)
         .map_err(|e| super::error::uncompilable(&format!("{label} (stored copy)"), &e))?;
     let store_err =
-        |e: crate::store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
+        |e: canvas_store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
     let state = store.load_state(&rec.id).map_err(store_err)?;
     let models = args.turn.models.setup()?;
     models.check(&canvas, &label)?;
@@ -136,7 +136,7 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
             .map(|(k, _)| k)
             .collect();
         if !missing.is_empty() {
-            if !crate::ui::prompt::can_prompt(args.turn.non_interactive) {
+            if !canvas_ui::prompt::can_prompt(args.turn.non_interactive) {
                 let list: Vec<String> = missing.iter().map(|k| format!("-i {k}=…")).collect();
                 eprintln!(
                     "waiting for input: canvas resume {} {}",
@@ -153,7 +153,7 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
                     .filter_map(|k| declared.get(*k).map(|d| ((*k).clone(), d.clone())))
                     .collect();
                 let term = dialoguer::console::Term::stderr();
-                let answers = crate::ui::prompt::ask_fields(&rest, "", &term).map_err(|e| {
+                let answers = canvas_ui::prompt::ask_fields(&rest, "", &term).map_err(|e| {
                     CliError::new(
                         exit::WAITING,
                         format!(

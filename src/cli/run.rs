@@ -7,10 +7,10 @@ use serde_json::Value;
 
 use super::session::{Next, Session, TurnArgs};
 use super::{CliError, inputs};
-use crate::components::Registry;
-use crate::dsl;
-use crate::engine::Canvas;
-use crate::store::{RunRecord, Store, TurnKind};
+use canvas_components::Registry;
+use canvas_dsl as dsl;
+use canvas_engine::Canvas;
+use canvas_store::{RunRecord, Store, TurnKind};
 
 /// Options of `canvas run`.
 #[derive(Debug, Args)]
@@ -85,8 +85,8 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
 /// ones not given with `-i`/`--inputs` (without a terminal, Begin uses what it has).
 fn ask_missing_begin_inputs(
     canvas: &Canvas,
-    declared: &crate::engine::value::Object,
-    run_inputs: &mut crate::engine::value::Object,
+    declared: &canvas_pyrt::Object,
+    run_inputs: &mut canvas_pyrt::Object,
     args: &TurnArgs,
 ) -> Result<(), CliError> {
     let task = canvas
@@ -94,10 +94,10 @@ fn ask_missing_begin_inputs(
         .and_then(|b| b.params.get("mode"))
         .and_then(Value::as_str)
         == Some("task");
-    if !task || !crate::ui::prompt::can_prompt(args.non_interactive) {
+    if !task || !canvas_ui::prompt::can_prompt(args.non_interactive) {
         return Ok(());
     }
-    let missing: crate::engine::value::Object = declared
+    let missing: canvas_pyrt::Object = declared
         .iter()
         .filter(|(k, def)| {
             !run_inputs.contains_key(*k)
@@ -112,7 +112,7 @@ fn ask_missing_begin_inputs(
         return Ok(());
     }
     let term = dialoguer::console::Term::stderr();
-    let answers = crate::ui::prompt::ask_fields(&missing, "", &term).map_err(|e| {
+    let answers = canvas_ui::prompt::ask_fields(&missing, "", &term).map_err(|e| {
         CliError::new(
             super::exit::INTERRUPTED,
             format!("the inputs were not answered ({e})"),

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{CliError, exit};
-use crate::store::{RunRecord, RunStatus, SqliteStore, Store, StoreError};
+use canvas_store::{RunRecord, RunStatus, SqliteStore, Store, StoreError};
 
 /// Output formats of `canvas runs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -145,7 +145,7 @@ impl<'a> From<&'a RunRecord> for RunJson<'a> {
 
 /// The store `--store` names, else the default (`$CANVAS_STORE`, ...).
 pub(super) fn store_path(flag: Option<&Path>) -> PathBuf {
-    flag.map_or_else(crate::store::default_path, Path::to_path_buf)
+    flag.map_or_else(canvas_store::default_path, Path::to_path_buf)
 }
 
 /// Open the store at `path`, or `None` when there is no file: a read-only command must

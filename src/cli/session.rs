@@ -14,14 +14,14 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 
 use super::{CliError, exit};
-use crate::engine::scheduler::DEFAULT_MAX_PARALLEL;
-use crate::engine::value::Object;
-use crate::engine::{
+use canvas_engine::scheduler::DEFAULT_MAX_PARALLEL;
+use canvas_engine::{
     Canvas, Event, EventKind, EventSink, Outcome, RunConfig, RunError, RunState, StopReason,
     StopSignal, run_turn,
 };
-use crate::store::{RunStatus, SqliteStore, Store, TurnEnd, TurnKind, lease_holder};
-use crate::ui::{JsonlRenderer, Renderer, RunEnd, SseRenderer, TextOptions, TextRenderer};
+use canvas_pyrt::Object;
+use canvas_store::{RunStatus, SqliteStore, Store, TurnEnd, TurnKind, lease_holder};
+use canvas_ui::{JsonlRenderer, Renderer, RunEnd, SseRenderer, TextOptions, TextRenderer};
 
 /// Output formats of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -90,7 +90,7 @@ impl TurnArgs {
         let path = self
             .store
             .clone()
-            .unwrap_or_else(crate::store::default_path);
+            .unwrap_or_else(canvas_store::default_path);
         SqliteStore::open(&path).map_err(|e| {
             CliError::invalid(format!(
                 "{}: cannot open the run store: {e}",
@@ -126,7 +126,7 @@ impl TurnArgs {
                         spinner,
                         verbose: self.verbose,
                         quiet: self.quiet,
-                        prompts: crate::ui::prompt::can_prompt(self.non_interactive),
+                        prompts: canvas_ui::prompt::can_prompt(self.non_interactive),
                         answered_later: false,
                     },
                 ))
@@ -236,7 +236,7 @@ pub struct Session<'a> {
     /// Where model calls go.
     pub models: &'a super::models::ModelSetup,
     /// What tools may reach and how.
-    pub tools: std::sync::Arc<crate::tools::ToolEnv>,
+    pub tools: std::sync::Arc<canvas_tools::ToolEnv>,
 }
 
 /// How a drive ended: the exit code and the run's state.
@@ -255,7 +255,7 @@ impl Session<'_> {
         let run_id = self.run_id.clone();
         let holder = lease_holder();
         let store_err =
-            |e: crate::store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
+            |e: canvas_store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
         if !self
             .store
             .acquire_lease(&run_id, &holder, LEASE_TTL)
@@ -287,7 +287,7 @@ impl Session<'_> {
         stop: &StopSignal,
     ) -> Result<Driven, CliError> {
         let store_err =
-            |e: crate::store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
+            |e: canvas_store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
         // `-i` answers forms ahead only when it is not the answer to the pending form
         // itself (`resume` of a waiting run) or a next turn's inputs.
         let mut presets = Presets {
@@ -340,7 +340,7 @@ impl Session<'_> {
             let Some(form) = form else {
                 return Ok(Driven { code, state });
             };
-            if !crate::ui::prompt::can_prompt(self.args.non_interactive) {
+            if !canvas_ui::prompt::can_prompt(self.args.non_interactive) {
                 return Ok(Driven { code, state });
             }
             next = self.ask(&form)?;
@@ -350,7 +350,7 @@ impl Session<'_> {
     /// Ask a pending form in the terminal (the run is already stored as waiting).
     fn ask(&self, form: &Value) -> Result<Next, CliError> {
         let term = dialoguer::console::Term::stderr();
-        let answers = crate::ui::prompt::ask_form(form, &term).map_err(|e| {
+        let answers = canvas_ui::prompt::ask_form(form, &term).map_err(|e| {
             CliError::new(
                 exit::WAITING,
                 format!(
@@ -378,10 +378,10 @@ impl Session<'_> {
             seed: self.args.seed,
             resume,
             stop: stop.clone(),
-            checkpoint_group: crate::engine::scheduler::CHECKPOINT_GROUP,
+            checkpoint_group: canvas_engine::scheduler::CHECKPOINT_GROUP,
             models: self.models.source.clone(),
             date: self.models.date.clone(),
-            services: crate::engine::Services::new().with(self.tools.clone()),
+            services: canvas_engine::Services::new().with(self.tools.clone()),
         }
     }
 
@@ -598,7 +598,7 @@ impl Session<'_> {
         // lines, redirected text) stderr carries the run id, as the contract says.
         let summary_shown = self.args.shows_text_on_terminal();
         if let (Some(f), None) = (&form, &preset) {
-            if !crate::ui::prompt::can_prompt(self.args.non_interactive) && !summary_shown {
+            if !canvas_ui::prompt::can_prompt(self.args.non_interactive) && !summary_shown {
                 let fields: Vec<String> = f["inputs"]
                     .as_object()
                     .map(|o| o.keys().map(|k| format!("-i {k}=…")).collect())

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::CliError;
 use super::runs::{RunJson, find_run, local_time, store_failure, store_path, write_stdout};
-use crate::store::{RunRecord, RunStatus, Store};
+use canvas_store::{RunRecord, RunStatus, Store};
 
 /// Output formats of `canvas show`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

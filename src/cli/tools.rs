@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::CliError;
-use crate::llm::provider::{LlmConfig, os_env};
-use crate::tools::ToolEnv;
-use crate::tools::mcp::McpConfig;
-use crate::tools::retrieval::RagflowApi;
-use crate::tools::sandbox::SandboxConfig;
+use canvas_llm::provider::{LlmConfig, os_env};
+use canvas_tools::ToolEnv;
+use canvas_tools::mcp::McpConfig;
+use canvas_tools::retrieval::RagflowApi;
+use canvas_tools::sandbox::SandboxConfig;
 
 /// Tool options.
 #[derive(Debug, Clone, Args)]

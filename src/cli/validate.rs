@@ -10,9 +10,9 @@ use serde::Serialize;
 
 use super::runs::write_stdout;
 use super::{CliError, exit};
-use crate::components::Catalog;
-use crate::dsl::check::{Located, check};
-use crate::dsl::{Finding, Format, Level};
+use canvas_components::Catalog;
+use canvas_dsl::check::{Located, check};
+use canvas_dsl::{Finding, Format, Level};
 
 /// Output formats of `canvas validate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -186,7 +186,7 @@ fn check_file(input: &Input) -> Option<FileReport> {
 /// Whether a text parses to something with a canvas's top-level keys (a text that does
 /// not parse counts as one, so its syntax error is reported).
 fn looks_like_canvas(text: &str, format: Format) -> bool {
-    match crate::dsl::load::parse_value(text, format) {
+    match canvas_dsl::load::parse_value(text, format) {
         Ok(serde_json::Value::Object(o)) => ["components", "graph", "dsl"]
             .iter()
             .any(|k| o.contains_key(*k)),

@@ -1,0 +1,151 @@
+//! What this build knows about component classes and tools, for `canvas validate`
+//! (`dsl::lint::Catalog`): which run, which do not yet, and the outputs each can set.
+
+use serde_json::Value;
+
+use super::registry::{LEGACY, SUPPORTED, TOOLS, UNSUPPORTED};
+use canvas_dsl::lint::{self, Support};
+use canvas_pyrt::Object;
+
+/// Classes of RAGFlow's data-ingestion pipelines (`rag/flow`), which are not agent
+/// canvases (the old chunker names included).
+const INGESTION: &[&str] = &[
+    "File",
+    "Parser",
+    "TokenChunker",
+    "TitleChunker",
+    "Tokenizer",
+    "Extractor",
+    "Compiler",
+    "Splitter",
+    "HierarchicalMerger",
+];
+
+/// The catalog of this build's components.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Catalog;
+
+impl lint::Catalog for Catalog {
+    fn component(&self, name: &str) -> Support {
+        let eq = |n: &&str| n.eq_ignore_ascii_case(name);
+        if SUPPORTED.iter().any(|(n, _)| eq(n)) {
+            return Support::Runs;
+        }
+        if let Some((_, _, why)) = UNSUPPORTED.iter().find(|(n, _, _)| eq(n)) {
+            return Support::NotYet((*why).to_string());
+        }
+        if let Some((_, why)) = LEGACY.iter().find(|(n, _)| eq(n)) {
+            return Support::Dead((*why).to_string());
+        }
+        if INGESTION.iter().any(eq) {
+            return Support::Ingestion;
+        }
+        Support::Unknown
+    }
+
+    fn tool(&self, name: &str) -> Support {
+        if name.eq_ignore_ascii_case("Agent") {
+            return Support::Runs;
+        }
+        if name.eq_ignore_ascii_case("MCP")
+            || TOOLS.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
+            return Support::Runs;
+        }
+        match self.component(name) {
+            Support::Runs => {
+                Support::NotYet(format!("{name} cannot be an Agent tool in this build yet"))
+            }
+            other => other,
+        }
+    }
+
+    fn outputs(&self, name: &str, params: &Object) -> Option<Vec<String>> {
+        let keys = |k: &str| -> Vec<String> {
+            params
+                .get(k)
+                .and_then(Value::as_object)
+                .map(|o| o.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        let fixed: &[&str] = match name.to_ascii_lowercase().as_str() {
+            "begin" => &[],
+            "userfillup" | "fillup" => &["tips"],
+            "message" => &["content", "downloads"],
+            "switch" => &["next", "_next"],
+            "categorize" => &["category_name", "_next"],
+            "iterationitem" => &["item", "index", "result"],
+            "iteration" | "loopitem" | "exitloop" | "variableassigner" => &[],
+            "loop" => &[],
+            "dataoperations" | "stringtransform" => &["result"],
+            "listoperations" => &["result", "first", "last"],
+            "llm" | "agent" => &["content", "structured"],
+            "invoke" => &["result"],
+            "retrieval" => &["formalized_content", "json"],
+            "exesql" => &["formalized_content", "json"],
+            "docgenerator" | "docsgenerator" => {
+                &["download", "doc_id", "filename", "mime_type", "size"]
+            }
+            // Group names and tool outputs are set at run time.
+            _ => return None,
+        };
+        let mut out: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();
+        out.extend(keys("outputs"));
+        match name.to_ascii_lowercase().as_str() {
+            "begin" | "userfillup" | "fillup" => out.extend(keys("inputs")),
+            "loop" => out.extend(
+                params
+                    .get("loop_variables")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v.get("variable")?.as_str().map(String::from)),
+            ),
+            _ => {}
+        }
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use canvas_dsl::lint::Catalog as _;
+
+    #[test]
+    fn classes_are_sorted_into_what_runs_and_what_does_not() {
+        let c = Catalog;
+        assert_eq!(c.component("message"), Support::Runs);
+        assert_eq!(c.component("CodeExec"), Support::Runs);
+        assert_eq!(c.component("DocGenerator"), Support::Runs);
+        assert!(matches!(c.component("Browser"), Support::NotYet(w) if w.contains("Browser")));
+        assert!(matches!(c.component("TuShare"), Support::Dead(_)));
+        assert_eq!(c.component("TokenChunker"), Support::Ingestion);
+        assert_eq!(c.component("Nope"), Support::Unknown);
+        assert_eq!(c.tool("Agent"), Support::Runs);
+        assert_eq!(c.tool("TavilySearch"), Support::Runs);
+        assert_eq!(c.tool("YahooFinance"), Support::Runs);
+        assert!(matches!(c.tool("Browser"), Support::NotYet(_)));
+        assert_eq!(c.tool("MCP"), Support::Runs);
+        assert_eq!(c.tool("Retrieval"), Support::Runs);
+        assert_eq!(c.tool("search_my_dateset"), Support::Runs);
+        assert_eq!(c.tool("ExeSQL"), Support::Runs);
+    }
+
+    #[test]
+    fn outputs_include_form_fields_loop_variables_and_declared_ones() {
+        let c = Catalog;
+        let p: Object = serde_json::from_str(
+            r#"{"inputs": {"name": {"type": "line"}}, "outputs": {"extra": {}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c.outputs("UserFillUp", &p).unwrap(),
+            ["tips", "extra", "name"]
+        );
+        let l: Object = serde_json::from_str(r#"{"loop_variables": [{"variable": "i"}]}"#).unwrap();
+        assert_eq!(c.outputs("Loop", &l).unwrap(), ["i"]);
+        assert_eq!(c.outputs("VariableAggregator", &Object::new()), None);
+        assert_eq!(c.outputs("CodeExec", &Object::new()), None);
+    }
+}

@@ -1,0 +1,69 @@
+//! Iteration: checks its list and hands over to its IterationItem (`engine.md` §7.5).
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use canvas_engine::{BuildError, CResult, Component, ContainerKind, NodeCx, Role};
+use canvas_pyrt::{Object, py_type};
+
+/// Build an Iteration.
+pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
+    let items_ref = params
+        .get("items_ref")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    Ok(Box::new(Iteration { items_ref }))
+}
+
+/// The Iteration component.
+pub struct Iteration {
+    items_ref: String,
+}
+
+/// The message RAGFlow gives when `items_ref` is not a list.
+pub fn not_a_list(items_ref: &str, v: &Value) -> String {
+    format!(
+        "{items_ref} must be an array, but its type is {}",
+        py_type(v)
+    )
+}
+
+#[async_trait]
+impl Component for Iteration {
+    fn instant(&self) -> bool {
+        true
+    }
+
+    fn role(&self) -> Role {
+        Role::Container(ContainerKind::OverList)
+    }
+
+    fn thoughts(&self, cx: &NodeCx<'_>) -> String {
+        // RAGFlow calls len() here and crashes on values without one; we count 0.
+        let n = match cx.resolve(&self.items_ref) {
+            Ok(Value::Array(a)) => a.len(),
+            Ok(Value::String(s)) => s.chars().count(),
+            Ok(Value::Object(o)) => o.len(),
+            _ => 0,
+        };
+        format!("Iterating over {n} items.")
+    }
+
+    async fn invoke(&self, cx: &NodeCx<'_>) -> CResult<()> {
+        // Re-entering an Iteration (e.g. inside a Loop) starts over: RAGFlow keeps the
+        // old counter and collected outputs (docs/differences.md).
+        if let Some(start) = cx.canvas().start_of(cx.id()) {
+            cx.set_counter(start, 0);
+        }
+        for o in &cx.node().declared_outputs {
+            cx.set_output(o, Value::Null);
+        }
+        let items = cx.resolve(&self.items_ref)?;
+        if !items.is_array() {
+            // Set directly, not raised: a "comment" default does not replace it.
+            cx.set_output("_ERROR", Value::String(not_a_list(&self.items_ref, &items)));
+        }
+        Ok(())
+    }
+}

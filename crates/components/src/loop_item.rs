@@ -1,0 +1,216 @@
+//! LoopItem: counts passes and decides, before each pass, whether the Loop ends
+//! (`engine.md` §7.6).
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx, Role};
+use canvas_pyrt::{Object, py_eq, py_type_name};
+
+/// Build a LoopItem.
+pub fn build(_params: &Object) -> Result<Box<dyn Component>, BuildError> {
+    Ok(Box::new(LoopItem))
+}
+
+/// The LoopItem component.
+pub struct LoopItem;
+
+fn max_count(v: Option<&Value>) -> i64 {
+    match v {
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .or_else(|| n.as_f64().map(|f| f as i64))
+            .unwrap_or(0),
+        Some(Value::String(s)) => s.trim().parse().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// RAGFlow's `evaluate_condition`, by the variable's type.
+pub fn evaluate(var: &Value, op: &str, value: &Value) -> Result<bool, String> {
+    let invalid = || Err(format!("Invalid operator: {op}"));
+    match var {
+        Value::String(s) => {
+            let needle = || match value {
+                Value::String(v) => Ok(v.as_str()),
+                other => Err(format!(
+                    "'in <string>' requires string as left operand, not {}",
+                    py_type_name(other)
+                )),
+            };
+            match op {
+                "contains" => Ok(s.contains(needle()?)),
+                "not contains" => Ok(!s.contains(needle()?)),
+                "start with" => Ok(s.starts_with(needle()?)),
+                "end with" => Ok(s.ends_with(needle()?)),
+                "is" => Ok(py_eq(var, value)),
+                "is not" => Ok(!py_eq(var, value)),
+                "empty" => Ok(s.is_empty()),
+                "not empty" => Ok(!s.is_empty()),
+                _ => invalid(),
+            }
+        }
+        Value::Bool(b) => match op {
+            // Identity in Python: only a JSON boolean can be `is` a boolean.
+            "is" => Ok(value.as_bool() == Some(*b)),
+            "is not" => Ok(value.as_bool() != Some(*b)),
+            "empty" => Ok(false),
+            "not empty" => Ok(true),
+            _ => invalid(),
+        },
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(0.0);
+            let ordered = |f: fn(f64, f64) -> bool| match value {
+                Value::Number(m) => Ok(f(x, m.as_f64().unwrap_or(0.0))),
+                Value::Bool(b) => Ok(f(x, if *b { 1.0 } else { 0.0 })),
+                other => Err(format!(
+                    "'{}' not supported between instances of '{}' and '{}'",
+                    op_symbol(op),
+                    py_type_name(var),
+                    py_type_name(other)
+                )),
+            };
+            match op {
+                "=" => Ok(py_eq(var, value)),
+                "≠" => Ok(!py_eq(var, value)),
+                ">" => ordered(|a, b| a > b),
+                "<" => ordered(|a, b| a < b),
+                "≥" => ordered(|a, b| a >= b),
+                "≤" => ordered(|a, b| a <= b),
+                "empty" => Ok(false),
+                "not empty" => Ok(true),
+                _ => invalid(),
+            }
+        }
+        Value::Object(o) => match op {
+            "empty" => Ok(o.is_empty()),
+            "not empty" => Ok(!o.is_empty()),
+            _ => invalid(),
+        },
+        Value::Array(a) => match op {
+            "contains" => Ok(a.iter().any(|x| py_eq(x, value))),
+            "not contains" => Ok(!a.iter().any(|x| py_eq(x, value))),
+            "is" => Ok(py_eq(var, value)),
+            "is not" => Ok(!py_eq(var, value)),
+            "empty" => Ok(a.is_empty()),
+            "not empty" => Ok(!a.is_empty()),
+            _ => invalid(),
+        },
+        Value::Null => Ok(op == "empty"),
+    }
+}
+
+fn op_symbol(op: &str) -> &str {
+    match op {
+        "≥" => ">=",
+        "≤" => "<=",
+        o => o,
+    }
+}
+
+#[async_trait]
+impl Component for LoopItem {
+    fn instant(&self) -> bool {
+        true
+    }
+
+    fn role(&self) -> Role {
+        Role::ContainerItem
+    }
+
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
+        "Next pass.".into()
+    }
+
+    async fn invoke(&self, cx: &NodeCx<'_>) -> CResult<()> {
+        let max = max_count(cx.parent().and_then(|p| p.params.get("maximum_loop_count")));
+        let idx = cx.counter(cx.id());
+        cx.set_counter(cx.id(), if idx < 0 || idx >= max { -1 } else { idx + 1 });
+        Ok(())
+    }
+
+    fn end(&self, cx: &NodeCx<'_>) -> CResult<bool> {
+        if cx.counter(cx.id()) == -1 {
+            return Ok(true);
+        }
+        let parent = cx
+            .parent()
+            .ok_or_else(|| ComponentError::Fatal("this LoopItem has no parent Loop".into()))?;
+        let conds = parent
+            .params
+            .get("loop_termination_condition")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let fatal =
+            |m: String| ComponentError::Fatal(format!("loop condition of {:?}: {m}", parent.id));
+        let mut results = Vec::with_capacity(conds.len());
+        for c in &conds {
+            let var = c
+                .get("variable")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty());
+            let op = c
+                .get("operator")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty());
+            let (Some(var), Some(op)) = (var, op) else {
+                return Err(fatal("Loop condition is incomplete.".into()));
+            };
+            let raw = c.get("value").cloned().unwrap_or(Value::Null);
+            let value = match c
+                .get("input_mode")
+                .and_then(Value::as_str)
+                .unwrap_or("constant")
+            {
+                "constant" => raw,
+                "variable" => {
+                    let exp = raw.as_str().unwrap_or_default();
+                    cx.resolve(exp).map_err(|e| fatal(e.to_string()))?
+                }
+                other => return Err(fatal(format!("Invalid input mode: {other}"))),
+            };
+            let v = cx.resolve(var).map_err(|e| fatal(e.to_string()))?;
+            results.push(evaluate(&v, op, &value).map_err(fatal)?);
+        }
+        let done = match parent
+            .params
+            .get("logical_operator")
+            .and_then(Value::as_str)
+            .unwrap_or("and")
+        {
+            "and" => results.iter().all(|r| *r),
+            "or" => results.iter().any(|r| *r),
+            other => return Err(fatal(format!("Invalid logical operator: {other}"))),
+        };
+        if done {
+            cx.set_counter(cx.id(), -1);
+        }
+        Ok(done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn conditions_follow_the_variable_type() {
+        assert_eq!(evaluate(&json!(3), "≥", &json!(3)), Ok(true));
+        assert_eq!(evaluate(&json!(2.5), "<", &json!(3)), Ok(true));
+        assert!(evaluate(&json!(3), ">", &json!("3")).is_err());
+        assert_eq!(evaluate(&json!(3), "=", &json!("3")), Ok(false));
+        assert_eq!(evaluate(&json!("abc"), "contains", &json!("b")), Ok(true));
+        assert_eq!(evaluate(&json!("abc"), "empty", &json!("")), Ok(false));
+        assert_eq!(evaluate(&json!(true), "is", &json!(true)), Ok(true));
+        assert_eq!(evaluate(&json!(true), "is", &json!(1)), Ok(false));
+        assert_eq!(evaluate(&json!([1, 2]), "contains", &json!(2.0)), Ok(true));
+        assert_eq!(evaluate(&Value::Null, "empty", &json!("")), Ok(true));
+        assert_eq!(evaluate(&Value::Null, "is", &json!("")), Ok(false));
+        assert_eq!(
+            evaluate(&json!({}), "contains", &json!("x")),
+            Err("Invalid operator: contains".into())
+        );
+    }
+}

@@ -1,0 +1,227 @@
+//! The seven events RAGFlow's canvas emits (`engine.md` §5), in its JSON shape:
+//! `{"event", "message_id", "created_at", "task_id", "data"}`.
+//!
+//! Payloads are serialised at emission time (they own their values), as RAGFlow's API
+//! does, so later mutations of the run state never change an emitted event.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use canvas_pyrt::Object;
+
+/// One event with RAGFlow's envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The payload, tagged with the event name.
+    #[serde(flatten)]
+    pub kind: EventKind,
+    /// One id per turn (RAGFlow: uuid1 hex).
+    pub message_id: String,
+    /// Unix seconds at turn start.
+    pub created_at: i64,
+    /// The run id.
+    pub task_id: String,
+}
+
+#[cfg(any(test, feature = "testkit"))]
+impl Event {
+    /// An event of run `run` with a fixed message id and time (tests).
+    pub fn test(kind: EventKind, run: &str) -> Event {
+        Event {
+            kind,
+            message_id: "m".into(),
+            created_at: 0,
+            task_id: run.into(),
+        }
+    }
+}
+
+/// The event payloads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", content = "data", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A turn started (not emitted when a form is answered).
+    WorkflowStarted {
+        /// The run's `inputs`.
+        inputs: Value,
+    },
+    /// A component is about to run.
+    NodeStarted(NodeStarted),
+    /// A chunk of message text.
+    Message(MessageChunk),
+    /// A message is complete.
+    MessageEnd(Object),
+    /// A component finished.
+    NodeFinished(NodeFinished),
+    /// The run waits for a form.
+    UserInputs {
+        /// Fields still to answer.
+        inputs: Object,
+        /// The form's tips.
+        tips: String,
+    },
+    /// The turn finished.
+    WorkflowFinished(WorkflowFinished),
+}
+
+/// `node_started` data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeStarted {
+    /// Always null.
+    pub inputs: Value,
+    /// Unix seconds.
+    pub created_at: i64,
+    /// Component id.
+    pub component_id: String,
+    /// Human name from the graph, or "".
+    pub component_name: String,
+    /// Class name.
+    pub component_type: String,
+    /// Progress text.
+    pub thoughts: String,
+}
+
+/// `message` data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageChunk {
+    /// The text (may be null or non-string for a non-streamed Message).
+    pub content: Value,
+    /// Set on the `<think>` marker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_to_think: Option<bool>,
+    /// Set on the `</think>` marker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_to_think: Option<bool>,
+}
+
+/// `node_finished` data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeFinished {
+    /// Input values.
+    pub inputs: Object,
+    /// Every output.
+    pub outputs: Object,
+    /// Component id.
+    pub component_id: String,
+    /// Human name, or "".
+    pub component_name: String,
+    /// Class name.
+    pub component_type: String,
+    /// The `_ERROR` output, or null.
+    pub error: Option<String>,
+    /// Seconds since the component started.
+    pub elapsed_time: f64,
+    /// When the component started (Unix seconds with fractions).
+    pub created_at: f64,
+    /// Tokens this component's model calls used (ours; model components only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+/// `workflow_finished` data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowFinished {
+    /// The run's `inputs`.
+    pub inputs: Value,
+    /// Outputs of the last component of the path (or the cancel text).
+    pub outputs: Value,
+    /// Seconds the turn took.
+    pub elapsed_time: f64,
+    /// When the turn started (Unix seconds with fractions).
+    pub created_at: f64,
+    /// Token usage of model calls.
+    pub usage: Usage,
+}
+
+/// Token usage summed over model calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Sum of both.
+    pub total_tokens: u64,
+    /// Number of model calls.
+    pub calls: u64,
+}
+
+impl Usage {
+    /// Count one call.
+    pub fn add_call(&mut self, prompt_tokens: u64, completion_tokens: u64) {
+        self.prompt_tokens += prompt_tokens;
+        self.completion_tokens += completion_tokens;
+        self.total_tokens += prompt_tokens + completion_tokens;
+        self.calls += 1;
+    }
+}
+
+impl EventKind {
+    /// RAGFlow's event name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::WorkflowStarted { .. } => "workflow_started",
+            EventKind::NodeStarted(_) => "node_started",
+            EventKind::Message(_) => "message",
+            EventKind::MessageEnd(_) => "message_end",
+            EventKind::NodeFinished(_) => "node_finished",
+            EventKind::UserInputs { .. } => "user_inputs",
+            EventKind::WorkflowFinished(_) => "workflow_finished",
+        }
+    }
+}
+
+/// Where the scheduler sends events. An error stops the run at the next boundary.
+pub trait EventSink: Send {
+    /// Take one event.
+    fn emit(&mut self, ev: &Event) -> std::io::Result<()>;
+
+    /// The state after a component finished (its `node_finished` was just emitted):
+    /// a durable sink commits it with the events so far.
+    fn checkpoint(&mut self, _state: &super::state::RunState) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A sink that keeps events in memory (tests, benchmarks).
+#[derive(Debug, Default)]
+pub struct VecSink(pub Vec<Event>);
+
+impl EventSink for VecSink {
+    fn emit(&mut self, ev: &Event) -> std::io::Result<()> {
+        self.0.push(ev.clone());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn serialises_in_ragflow_shape_and_round_trips() {
+        let ev = Event {
+            kind: EventKind::Message(MessageChunk {
+                content: json!("hi"),
+                start_to_think: None,
+                end_to_think: None,
+            }),
+            message_id: "m".into(),
+            created_at: 1,
+            task_id: "t".into(),
+        };
+        let s = serde_json::to_value(&ev).unwrap();
+        assert_eq!(
+            s,
+            json!({"event": "message", "data": {"content": "hi"}, "message_id": "m", "created_at": 1, "task_id": "t"})
+        );
+        let back: Event = serde_json::from_value(s).unwrap();
+        assert_eq!(back, ev);
+        let end = Event {
+            kind: EventKind::MessageEnd(Object::new()),
+            ..ev
+        };
+        assert_eq!(serde_json::to_value(&end).unwrap()["data"], json!({}));
+    }
+}

@@ -1,0 +1,1029 @@
+//! RAGFlow's run algorithm (`engine.md` §4): a growing `path` run in batches, routing
+//! after each component, the missing-upstream drop rule, exception routes, and the end
+//! of a turn. Event order follows §5.3 exactly.
+
+use std::sync::{Arc, Mutex};
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use serde_json::{Value, json};
+
+use super::compile::{Canvas, ENTRY_ID, Node};
+use super::component::{
+    Chunk, ComponentError, ContainerKind, NodeCx, Role, RunContext, Shared, lock,
+};
+use super::events::{
+    Event, EventKind, EventSink, MessageChunk, NodeFinished, NodeStarted, WorkflowFinished,
+};
+use super::refs;
+use super::services::Services;
+use super::state::{Cursor, RunState};
+use super::stop::{StopReason, StopSignal};
+use canvas_llm::ModelSource;
+use canvas_pyrt::{Object, py_repr, truthy};
+
+/// What a turn needs besides the canvas and its state.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The run id (`task_id`).
+    pub run_id: String,
+    /// `sys.query` for this turn (only set when non-empty, as RAGFlow).
+    pub query: String,
+    /// The run's `inputs` in API shape (`{key: {value, type?}}`).
+    pub inputs: Object,
+    /// `sys.user_id`, when given.
+    pub user_id: Option<String>,
+    /// Upper bound on components of one batch running at once.
+    pub max_parallel: usize,
+    /// Seed for random choices (Message alternatives).
+    pub seed: Option<u64>,
+    /// This turn answers the form the run is waiting on (RAGFlow's resume).
+    pub resume: bool,
+    /// Raised to stop the turn at the next node boundary.
+    pub stop: StopSignal,
+    /// How long finished instant components may wait to be checkpointed together
+    /// (zero: a checkpoint after every node).
+    pub checkpoint_group: std::time::Duration,
+    /// Where model calls go.
+    pub models: Arc<dyn ModelSource>,
+    /// A fixed `sys.date` (scripted and replayed runs are reproducible); `None` = now.
+    pub date: Option<String>,
+    /// Services components take by type (tool settings: network policy, sandbox...).
+    pub services: Services,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            run_id: String::new(),
+            query: String::new(),
+            inputs: Object::new(),
+            user_id: None,
+            max_parallel: DEFAULT_MAX_PARALLEL,
+            seed: None,
+            resume: false,
+            stop: StopSignal::new(),
+            checkpoint_group: CHECKPOINT_GROUP,
+            models: Arc::new(canvas_llm::NoModels),
+            date: None,
+            services: Services::new(),
+        }
+    }
+}
+
+/// How long finished instant components may wait to be checkpointed together. Commits
+/// cost tens of microseconds, instant components a few: grouping keeps the store's cost
+/// per node small, and loses at most this much pure computation to a crash (it is done
+/// again on resume; what was not committed was never shown).
+pub const CHECKPOINT_GROUP: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// RAGFlow runs at most five components of a batch at once.
+pub const DEFAULT_MAX_PARALLEL: usize = 5;
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// `workflow_finished` was emitted with these outputs.
+    Finished {
+        /// Outputs of the last component of the path.
+        outputs: Value,
+    },
+    /// The run waits for a form (`user_inputs` was the last event).
+    Waiting {
+        /// The `user_inputs` payload: `{"inputs": {field: definition}, "tips": text}`.
+        form: Value,
+    },
+    /// Ctrl-C or a cancel stopped the turn at a node boundary; the state's cursor says
+    /// where it continues.
+    Stopped {
+        /// Why.
+        reason: StopReason,
+    },
+    /// A component error no exception route handled stopped the turn.
+    Failed {
+        /// The failing component.
+        component_id: String,
+        /// Its `_ERROR`.
+        error: String,
+    },
+}
+
+/// Why a turn stopped abnormally.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Where RAGFlow's Python engine crashes; we stop cleanly instead.
+    #[error("component {component_id:?}: {message}")]
+    Crash {
+        /// The component being scheduled, run or routed.
+        component_id: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The event sink failed (stdout closed, store error).
+    #[error("cannot write events: {0}")]
+    Sink(#[from] std::io::Error),
+}
+
+fn crash(id: &str, message: impl Into<String>) -> RunError {
+    RunError::Crash {
+        component_id: id.to_string(),
+        message: message.into(),
+    }
+}
+
+/// Unix time in seconds with fractions.
+pub fn now_f64() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+struct Emitter<'s> {
+    sink: &'s mut dyn EventSink,
+    message_id: String,
+    created_at: i64,
+    task_id: String,
+    /// When the first `node_finished` not yet checkpointed was emitted.
+    unsaved: Option<std::time::Instant>,
+}
+
+impl Emitter<'_> {
+    fn checkpoint(&mut self, shared: &Shared) -> std::io::Result<()> {
+        self.unsaved = None;
+        let mut st = lock(&shared.state);
+        self.sink.checkpoint(&st)?;
+        st.touched.clear();
+        Ok(())
+    }
+
+    fn emit(&mut self, kind: EventKind) -> std::io::Result<()> {
+        if matches!(kind, EventKind::NodeFinished(_)) && self.unsaved.is_none() {
+            self.unsaved = Some(std::time::Instant::now());
+        }
+        let ev = Event {
+            kind,
+            message_id: self.message_id.clone(),
+            created_at: self.created_at,
+            task_id: self.task_id.clone(),
+        };
+        self.sink.emit(&ev)
+    }
+}
+
+/// Run one turn of a canvas, or continue the turn the state's cursor says is under way
+/// (then the cursor's query, inputs and resume flag replace `cfg`'s). Returns the state
+/// (to be stored whatever happened) and how the turn ended.
+pub async fn run_turn(
+    canvas: &Canvas,
+    state: RunState,
+    cfg: &RunConfig,
+    sink: &mut dyn EventSink,
+) -> (RunState, Result<Outcome, RunError>) {
+    let mut cfg = cfg.clone();
+    if let Some(c) = &state.cursor {
+        cfg.query = c.query.clone();
+        cfg.inputs = c.inputs.clone();
+        cfg.resume = c.resume;
+    }
+    let cfg = &cfg;
+    let rng = match cfg.seed {
+        Some(s) => StdRng::seed_from_u64(s),
+        None => StdRng::from_os_rng(),
+    };
+    let run = RunContext {
+        run_id: cfg.run_id.clone(),
+        inputs: cfg.inputs.clone(),
+        rng: Mutex::new(rng),
+        models: cfg.models.clone(),
+        services: cfg.services.clone(),
+    };
+    let shared = Shared::new(state);
+    let created = now_f64() as i64;
+    let mut em = Emitter {
+        sink,
+        message_id: format!("{:032x}", ulid::Ulid::new().0),
+        created_at: created,
+        task_id: cfg.run_id.clone(),
+        unsaved: None,
+    };
+    let mut turn = Turn {
+        canvas,
+        shared: &shared,
+        run: &run,
+        cfg,
+        error: None,
+        partials: Vec::new(),
+    };
+    let res = turn.run(&mut em).await;
+    let mut state = shared.state.into_inner().unwrap_or_else(|e| e.into_inner());
+    if matches!(res, Err(RunError::Crash { .. })) {
+        // A crash ends the turn (stored as failed); only a stop or a lost sink leaves it
+        // to be continued.
+        state.cursor = None;
+    }
+    (state, res)
+}
+
+struct Turn<'a> {
+    canvas: &'a Canvas,
+    shared: &'a Shared,
+    run: &'a RunContext,
+    cfg: &'a RunConfig,
+    /// The unhandled component error that stops the turn after this batch.
+    error: Option<(String, String)>,
+    /// Streaming components whose `node_finished` waits for a Message (RAGFlow's
+    /// `partials`).
+    partials: Vec<String>,
+}
+
+impl<'a> Turn<'a> {
+    fn cx(&self, node: &'a Node, kwargs: Object) -> NodeCx<'a> {
+        NodeCx {
+            canvas: self.canvas,
+            node,
+            shared: self.shared,
+            run: self.run,
+            kwargs,
+        }
+    }
+
+    fn node(&self, id: &str) -> Result<&'a Node, RunError> {
+        self.canvas.node(id).ok_or_else(|| {
+            crash(
+                id,
+                format!("the path reaches {id:?}, which is not a component of this canvas"),
+            )
+        })
+    }
+
+    async fn run(&mut self, em: &mut Emitter<'_>) -> Result<Outcome, RunError> {
+        let saved = lock(&self.shared.state).cursor.clone();
+        let mut cur = match saved {
+            Some(c) => c,
+            None => self.begin(em)?,
+        };
+        em.message_id = cur.message_id.clone();
+        em.created_at = cur.started as i64;
+        self.error = cur.error.clone();
+        self.partials = cur.partials.clone();
+        self.prepare_streams().await?;
+        loop {
+            let (from, to) = match cur.to {
+                // Continuing a batch that was stopped part-way through post-processing.
+                Some(to) => {
+                    self.prepare_again(cur.next, to).await?;
+                    (cur.next, to)
+                }
+                None => {
+                    let to = lock(&self.shared.state).path.len();
+                    if cur.idx >= to {
+                        break;
+                    }
+                    if em.unsaved.is_some() && !self.all_instant(cur.idx, to) {
+                        self.save(&cur, em)?;
+                    }
+                    for i in cur.idx..to {
+                        let id = lock(&self.shared.state).path[i].clone();
+                        let node = self.node(&id)?;
+                        let cx = self.cx(node, Object::new());
+                        let thoughts = node.component.thoughts(&cx);
+                        em.emit(EventKind::NodeStarted(NodeStarted {
+                            inputs: Value::Null,
+                            created_at: now_f64() as i64,
+                            component_id: id.clone(),
+                            component_name: node.name.clone(),
+                            component_type: node.class.clone(),
+                            thoughts,
+                        }))?;
+                    }
+                    self.run_batch(cur.idx, to).await?;
+                    (cur.idx, lock(&self.shared.state).path.len())
+                }
+            };
+            cur.to = Some(to);
+            for i in from..to {
+                let instant = self.all_instant(i, i + 1);
+                if em.unsaved.is_some() && !instant {
+                    self.save(&cur, em)?;
+                }
+                self.post_process(i, em).await?;
+                cur.next = i + 1;
+                cur.error.clone_from(&self.error);
+                cur.partials.clone_from(&self.partials);
+                if let Some(since) = em.unsaved {
+                    if !instant || since.elapsed() >= self.cfg.checkpoint_group {
+                        self.save(&cur, em)?;
+                    }
+                }
+                if let Some(reason) = self.cfg.stop.requested() {
+                    lock(&self.shared.state).cursor = Some(cur);
+                    return Ok(Outcome::Stopped { reason });
+                }
+            }
+            if self.error.is_some() {
+                break;
+            }
+            cur.idx = to;
+            cur.to = None;
+            cur.next = to;
+            if let Some(form) = self.pause_check(cur.idx, em).await? {
+                lock(&self.shared.state).cursor = None;
+                return Ok(Outcome::Waiting { form });
+            }
+        }
+        self.finish(cur.idx, cur.started, em).await
+    }
+
+    /// Checkpoint the state with the scheduler's position.
+    fn save(&self, cur: &Cursor, em: &mut Emitter<'_>) -> std::io::Result<()> {
+        lock(&self.shared.state).cursor = Some(cur.clone());
+        em.checkpoint(self.shared)
+    }
+
+    /// True when every component of `path[from..to]` is instant (see
+    /// [`Component::instant`](super::component::Component::instant)).
+    fn all_instant(&self, from: usize, to: usize) -> bool {
+        let st = lock(&self.shared.state);
+        st.path[from..to.min(st.path.len())]
+            .iter()
+            .all(|id| self.canvas.node(id).is_some_and(|n| n.component.instant()))
+    }
+
+    /// Start a new turn: RAGFlow's turn start, `workflow_started`, and a first
+    /// checkpoint so a turn stopped before any node finished is not started twice.
+    fn begin(&mut self, em: &mut Emitter<'_>) -> Result<Cursor, RunError> {
+        let started = now_f64();
+        self.start();
+        if !self.cfg.resume {
+            em.emit(EventKind::WorkflowStarted {
+                inputs: Value::Object(self.cfg.inputs.clone()),
+            })?;
+        }
+        let cur = {
+            let mut st = lock(&self.shared.state);
+            st.retrieval.push(json!({"chunks": {}, "doc_aggs": {}}));
+            // A resumed turn's first batch is the whole saved path (the pending forms
+            // and the siblings appended with them).
+            let idx = if self.cfg.resume {
+                0
+            } else {
+                st.path.len() - 1
+            };
+            let cur = Cursor {
+                message_id: em.message_id.clone(),
+                started,
+                query: self.cfg.query.clone(),
+                inputs: self.cfg.inputs.clone(),
+                resume: self.cfg.resume,
+                idx,
+                to: None,
+                next: idx,
+                error: None,
+                partials: Vec::new(),
+            };
+            st.streaming.clear();
+            st.usage = Default::default();
+            st.cursor = Some(cur.clone());
+            cur
+        };
+        em.checkpoint(self.shared)?;
+        Ok(cur)
+    }
+
+    /// Before post-processing the rest of a stopped batch: Message nodes keep their
+    /// stream plans in memory only, so they are prepared again (they have not
+    /// finished, and preparing has no effect beyond their own outputs).
+    async fn prepare_again(&self, from: usize, to: usize) -> Result<(), RunError> {
+        for i in from..to {
+            let id = lock(&self.shared.state).path[i].clone();
+            let node = self.node(&id)?;
+            if node.role == Role::Streamer && !lock(&self.shared.deferred).contains_key(&id) {
+                let kwargs = self.declared_kwargs(node)?;
+                self.invoke_one(node, kwargs).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Continuing a turn: model answers that were waiting to be streamed lived in
+    /// memory only; their components prepare them again (preparing calls no model).
+    async fn prepare_streams(&self) -> Result<(), RunError> {
+        let waiting: Vec<String> = lock(&self.shared.state).streaming.iter().cloned().collect();
+        for id in waiting {
+            if lock(&self.shared.streams).contains_key(&id) {
+                continue;
+            }
+            let node = self.node(&id)?;
+            let kwargs = self.declared_kwargs(node)?;
+            self.invoke_one(node, kwargs).await?;
+        }
+        Ok(())
+    }
+
+    /// Turn start (`engine.md` §4.1 steps 1–9).
+    fn start(&self) {
+        let mut st = lock(&self.shared.state);
+        let date = match &self.cfg.date {
+            Some(d) => d.clone(),
+            None => chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string(),
+        };
+        st.globals.insert("sys.date".into(), json!(date));
+        let q = self.cfg.query.clone();
+        st.history.push(("user".into(), json!(q)));
+        push_history(&mut st, format!("user: {q}"));
+        // Components of the session path are reset (Begin keeps its inputs).
+        let path = st.path.clone();
+        for id in &path {
+            let begin = self.canvas.node(id).is_some_and(|n| n.role == Role::Entry);
+            if st.nodes.contains_key(id) {
+                let ns = st.node_mut(id);
+                for v in ns.outputs.values_mut() {
+                    *v = Value::Null;
+                }
+                if !begin {
+                    ns.inputs.clear();
+                }
+            }
+        }
+        if !q.is_empty() {
+            st.globals.insert("sys.query".into(), json!(q));
+        }
+        if let Some(u) = self.cfg.user_id.as_ref().filter(|u| !u.is_empty()) {
+            st.globals.insert("sys.user_id".into(), json!(u));
+        }
+        let turns = st
+            .globals
+            .get("sys.conversation_turns")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let n = if truthy(&turns) {
+            turns.as_f64().unwrap_or(0.0)
+        } else {
+            0.0
+        };
+        let next = if turns.is_f64() {
+            json!(n + 1.0)
+        } else {
+            json!(n as i64 + 1)
+        };
+        st.globals.insert("sys.conversation_turns".into(), next);
+        if !self.cfg.resume {
+            st.path.push(ENTRY_ID.into());
+            st.retrieval.push(json!({"chunks": [], "doc_aggs": []}));
+        }
+    }
+
+    /// RAGFlow's pause (`engine.md` §6.1): when forms were appended, ask each one
+    /// (without answers) and, if any field is unanswered, replace the path with the
+    /// pending forms and their siblings and emit `user_inputs`.
+    async fn pause_check(
+        &self,
+        idx: usize,
+        em: &mut Emitter<'_>,
+    ) -> Result<Option<Value>, RunError> {
+        let tail: Vec<String> = lock(&self.shared.state).path[idx..].to_vec();
+        let forms: Vec<&'a Node> = tail
+            .iter()
+            .filter_map(|id| self.canvas.node(id))
+            .filter(|n| n.role == Role::Form)
+            .collect();
+        if forms.is_empty() {
+            return Ok(None);
+        }
+        let mut pending: Vec<String> = forms.iter().map(|n| n.id.clone()).collect();
+        pending.extend(
+            tail.iter()
+                .filter(|id| self.canvas.node(id).is_some_and(|n| n.role != Role::Form))
+                .cloned(),
+        );
+        let blank = RunContext::seeded(&self.run.run_id, Object::new(), 0);
+        let mut unanswered = Object::new();
+        let mut tips = String::new();
+        for node in &forms {
+            let cx = NodeCx {
+                canvas: self.canvas,
+                node,
+                shared: self.shared,
+                run: &blank,
+                kwargs: Object::new(),
+            };
+            let created = now_f64();
+            cx.set_output("_created_time", json!(created));
+            match node.component.invoke(&cx).await {
+                Ok(()) => {}
+                Err(ComponentError::Failed(m)) => cx.set_output("_ERROR", json!(m)),
+                Err(ComponentError::Fatal(m)) => return Err(crash(&node.id, m)),
+            }
+            cx.set_output("_elapsed_time", json!(now_f64() - created));
+            let fields = node
+                .params
+                .get("inputs")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let st = lock(&self.shared.state);
+            let recorded = st
+                .nodes
+                .get(&node.id)
+                .map(|n| n.inputs.clone())
+                .unwrap_or_default();
+            for (k, def) in fields {
+                let value = recorded.get(&k).cloned().unwrap_or(Value::Null);
+                if !super::forms::field_satisfied(&def, &value) {
+                    let mut d = match def {
+                        Value::Object(o) => o,
+                        other => Object::from_iter([("value".to_string(), other)]),
+                    };
+                    d.insert("value".into(), Value::Null);
+                    unanswered.insert(k, Value::Object(d));
+                }
+            }
+            if node.params.get("enable_tips").is_none_or(truthy) {
+                tips = match st.output(&node.id, "tips") {
+                    Value::String(s) => s,
+                    _ => String::new(),
+                };
+            }
+        }
+        if unanswered.is_empty() {
+            return Ok(None);
+        }
+        lock(&self.shared.state).path = pending;
+        em.emit(EventKind::UserInputs {
+            inputs: unanswered.clone(),
+            tips: tips.clone(),
+        })?;
+        Ok(Some(json!({"inputs": unanswered, "tips": tips})))
+    }
+
+    /// RAGFlow's `_run_batch(f, t)`: schedule, drop, and invoke one batch.
+    async fn run_batch(&self, f: usize, t: usize) -> Result<(), RunError> {
+        let mut tasks: Vec<(&'a Node, Object)> = Vec::new();
+        let mut i = f;
+        let mut t = t;
+        while i < t {
+            let id = lock(&self.shared.state).path[i].clone();
+            let node = self.node(&id)?;
+            let kwargs = match node.role {
+                Role::Entry | Role::Form => Object::new(),
+                _ => {
+                    let cx = self.cx(node, Object::new());
+                    if let Some(elements) = node.component.text_refs(&cx) {
+                        let mut st = lock(&self.shared.state);
+                        // RAGFlow evaluates every reference here: unknown ones crash.
+                        for e in &elements {
+                            refs::resolve(&st, &e.exp)
+                                .map_err(|err| crash(&id, err.to_string()))?;
+                        }
+                        let resumed = st.path.first().is_some_and(|p| self.canvas.names_a_form(p));
+                        let missing = !resumed
+                            && elements
+                                .iter()
+                                .any(|e| !e.cpn_id.is_empty() && !st.path[..i].contains(&e.cpn_id));
+                        if missing {
+                            st.path.remove(i);
+                            t -= 1;
+                            continue;
+                        }
+                    }
+                    self.declared_kwargs(node)?
+                }
+            };
+            tasks.push((node, kwargs));
+            i += 1;
+        }
+        let sem = tokio::sync::Semaphore::new(self.cfg.max_parallel.max(1));
+        let futs = tasks.into_iter().map(|(node, kwargs)| {
+            let sem = &sem;
+            async move {
+                let _permit = sem.acquire().await;
+                self.invoke_one(node, kwargs).await
+            }
+        });
+        for r in futures::future::join_all(futs).await {
+            r?;
+        }
+        Ok(())
+    }
+
+    /// RAGFlow's generic `get_input()`: declared inputs resolved from same-named params.
+    fn declared_kwargs(&self, node: &Node) -> Result<Object, RunError> {
+        let mut kwargs = Object::new();
+        if node.declared_inputs.is_empty() {
+            return Ok(kwargs);
+        }
+        let mut st = lock(&self.shared.state);
+        for k in &node.declared_inputs {
+            let Some(v) = node.params.get(k).filter(|v| !v.is_null()) else {
+                continue;
+            };
+            let value = self
+                .canvas
+                .input_value(&st, &node.id, v)
+                .map_err(|e| crash(&node.id, e.to_string()))?;
+            st.node_mut(&node.id)
+                .inputs
+                .insert(k.clone(), value.clone());
+            kwargs.insert(k.clone(), value);
+        }
+        Ok(kwargs)
+    }
+
+    /// `ComponentBase.invoke`: timestamps, and errors into `_ERROR` (or the comment
+    /// default into `result`).
+    async fn invoke_one(&self, node: &'a Node, kwargs: Object) -> Result<(), RunError> {
+        let cx = self.cx(node, kwargs);
+        let created = now_f64();
+        cx.set_output("_created_time", json!(created));
+        match node.component.invoke(&cx).await {
+            Ok(()) => {}
+            Err(ComponentError::Failed(msg)) => {
+                let comment =
+                    node.params.get("exception_method").and_then(Value::as_str) == Some("comment");
+                let default = node
+                    .params
+                    .get("exception_default_value")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                if comment && truthy(&default) {
+                    cx.set_output("result", default);
+                } else {
+                    cx.set_output("_ERROR", json!(msg));
+                }
+            }
+            Err(ComponentError::Fatal(msg)) => return Err(crash(&node.id, msg)),
+        }
+        cx.set_output("_elapsed_time", json!(now_f64() - created));
+        Ok(())
+    }
+
+    /// Post-process `path[i]` (`engine.md` §4.4): message streaming, error routes,
+    /// `node_finished`, routing.
+    async fn post_process(&mut self, i: usize, em: &mut Emitter<'_>) -> Result<(), RunError> {
+        let id = lock(&self.shared.state).path[i].clone();
+        let node = self.node(&id)?;
+        if node.role == Role::Streamer {
+            self.stream_message(node, em).await?;
+        }
+        let mut other_branch = false;
+        let err = lock(&self.shared.state)
+            .error_of(&id)
+            .filter(|e| !e.is_empty());
+        if let Some(err) = err {
+            let method = node
+                .params
+                .get("exception_method")
+                .cloned()
+                .unwrap_or(Value::Null);
+            if truthy(&method) {
+                let goto: Vec<String> = node
+                    .params
+                    .get("exception_goto")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(String::from))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let default = node
+                    .params
+                    .get("exception_default_value")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                if !goto.is_empty() {
+                    lock(&self.shared.state).path.extend(goto);
+                    other_branch = true;
+                } else if truthy(&default) {
+                    em.emit(EventKind::Message(MessageChunk {
+                        content: default,
+                        start_to_think: None,
+                        end_to_think: None,
+                    }))?;
+                    em.emit(EventKind::MessageEnd(Object::new()))?;
+                } else if self.error.is_none() {
+                    self.error = Some((id.clone(), err));
+                }
+            } else if self.error.is_none() {
+                self.error = Some((id.clone(), err));
+            }
+        }
+        if !matches!(node.role, Role::Container(_)) {
+            let streaming = lock(&self.shared.streams).contains_key(&id);
+            if streaming && self.error.is_none() {
+                // Finished after the Message that drains it (RAGFlow's partials).
+                self.partials.push(id.clone());
+            } else {
+                if streaming {
+                    lock(&self.shared.streams).remove(&id);
+                    let mut st = lock(&self.shared.state);
+                    st.streaming.remove(&id);
+                    st.set_output(&id, "content", Value::Null);
+                }
+                em.emit(EventKind::NodeFinished(self.finished(node)))?;
+            }
+        }
+        if !other_branch {
+            self.route(node, em)?;
+        }
+        Ok(())
+    }
+
+    /// After a Message: the `node_finished` of streaming components it drained, in
+    /// order, up to the first one still waiting (an abandoned stream waits forever, as
+    /// RAGFlow's generator does). Their errors were handled before they streamed: an
+    /// `_ERROR` set while streaming shows in the event but does not stop the turn.
+    fn flush_partials(&mut self, em: &mut Emitter<'_>) -> Result<(), RunError> {
+        while let Some(first) = self.partials.first().cloned() {
+            let waiting = lock(&self.shared.streams).contains_key(&first)
+                || lock(&self.shared.state).streaming.contains(&first);
+            if waiting {
+                break;
+            }
+            let node = self.node(&first)?;
+            em.emit(EventKind::NodeFinished(self.finished(node)))?;
+            self.partials.remove(0);
+        }
+        Ok(())
+    }
+
+    async fn stream_message(
+        &mut self,
+        node: &'a Node,
+        em: &mut Emitter<'_>,
+    ) -> Result<(), RunError> {
+        let plan = lock(&self.shared.deferred).remove(&node.id);
+        if let Some(plan) = plan {
+            let cx = self.cx(node, Object::new());
+            let mut text = String::new();
+            let mut failed: Option<std::io::Error> = None;
+            let mut emit = |c: Chunk| {
+                let data = match c {
+                    Chunk::Text(t) if t.is_empty() => return,
+                    Chunk::Text(t) => {
+                        text.push_str(&t);
+                        MessageChunk {
+                            content: json!(t),
+                            start_to_think: None,
+                            end_to_think: None,
+                        }
+                    }
+                    Chunk::StartThink => MessageChunk {
+                        content: json!(""),
+                        start_to_think: Some(true),
+                        end_to_think: None,
+                    },
+                    Chunk::EndThink => MessageChunk {
+                        content: json!(""),
+                        start_to_think: None,
+                        end_to_think: Some(true),
+                    },
+                };
+                if failed.is_none() {
+                    if let Err(e) = em.emit(EventKind::Message(data)) {
+                        failed = Some(e);
+                    }
+                }
+            };
+            let res = node.component.drain(&cx, plan, &mut emit).await;
+            if let Some(e) = failed {
+                return Err(e.into());
+            }
+            match res {
+                Ok(()) => cx.set_output("content", json!(text)),
+                Err(ComponentError::Failed(m)) => {
+                    cx.set_output("content", json!(text));
+                    cx.set_output("_ERROR", json!(m));
+                }
+                Err(ComponentError::Fatal(m)) => return Err(crash(&node.id, m)),
+            }
+        } else {
+            let content = lock(&self.shared.state).output(&node.id, "content");
+            em.emit(EventKind::Message(MessageChunk {
+                content,
+                start_to_think: None,
+                end_to_think: None,
+            }))?;
+        }
+        em.emit(EventKind::MessageEnd(self.message_end(node)))?;
+        self.flush_partials(em)
+    }
+
+    /// `_build_message_end`.
+    fn message_end(&self, node: &Node) -> Object {
+        let st = lock(&self.shared.state);
+        let mut data = Object::new();
+        if let Some(s) = node.params.get("status").filter(|s| truthy(s)) {
+            data.insert("status".into(), s.clone());
+        }
+        let att = st.output(&node.id, "attachment");
+        if att.is_object() {
+            data.insert("attachment".into(), att);
+        }
+        let dl = st.output(&node.id, "downloads");
+        if dl.as_array().is_some_and(|a| !a.is_empty()) {
+            data.insert("downloads".into(), dl);
+        }
+        if let Some(r) = st.retrieval.last() {
+            let has = |k: &str| r.get(k).is_some_and(truthy);
+            if has("chunks") || has("doc_aggs") {
+                data.insert("reference".into(), r.clone());
+            }
+        }
+        data
+    }
+
+    fn finished(&self, node: &Node) -> NodeFinished {
+        let cx = self.cx(node, Object::new());
+        let refs = node.component.text_refs(&cx);
+        let st = lock(&self.shared.state);
+        let ns = st.nodes.get(&node.id);
+        let recorded = ns.map(|n| &n.inputs);
+        let get = |k: &str| {
+            recorded
+                .and_then(|r| r.get(k))
+                .cloned()
+                .unwrap_or(Value::Null)
+        };
+        let mut inputs = Object::new();
+        match refs {
+            Some(elements) => {
+                for e in elements {
+                    let v = get(&e.exp);
+                    inputs.insert(e.exp, v);
+                }
+            }
+            None => {
+                for k in &node.declared_inputs {
+                    inputs.insert(k.clone(), get(k));
+                }
+                if let Some(r) = recorded {
+                    for (k, v) in r {
+                        if !inputs.contains_key(k) {
+                            inputs.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+            }
+        }
+        let outputs = ns.map(|n| n.outputs.clone()).unwrap_or_default();
+        let created = outputs
+            .get("_created_time")
+            .and_then(Value::as_f64)
+            .unwrap_or_else(now_f64);
+        NodeFinished {
+            inputs,
+            outputs,
+            component_id: node.id.clone(),
+            component_name: node.name.clone(),
+            component_type: node.class.clone(),
+            error: st.error_of(&node.id),
+            elapsed_time: now_f64() - created,
+            created_at: created,
+            usage: st.usage.nodes.get(&node.id).copied(),
+        }
+    }
+
+    /// Routing after a component (`engine.md` §4.4 step 4).
+    fn route(&self, node: &'a Node, em: &mut Emitter<'_>) -> Result<(), RunError> {
+        let extend = |ids: &[String]| {
+            let mut st = lock(&self.shared.state);
+            for x in ids {
+                if st.path.last() != Some(x) {
+                    st.path.push(x.clone());
+                }
+            }
+        };
+        match node.role {
+            Role::ContainerItem => {
+                let cx = self.cx(node, Object::new());
+                let end = node
+                    .component
+                    .end(&cx)
+                    .map_err(|e| crash(&node.id, e.to_string()))?;
+                if end {
+                    let parent_id = node
+                        .parent_id
+                        .as_deref()
+                        .ok_or_else(|| crash(&node.id, "it has no parent Iteration/Loop"))?;
+                    let parent = self.node(parent_id)?;
+                    em.emit(EventKind::NodeFinished(self.finished(parent)))?;
+                    extend(&parent.downstream);
+                    return Ok(());
+                }
+            }
+            Role::Router => {
+                let next = lock(&self.shared.state).output(&node.id, "_next");
+                let ids: Vec<String> = next
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(String::from))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                extend(&ids);
+                return Ok(());
+            }
+            Role::Container(_) => {
+                let start = self.canvas.start_of(&node.id).ok_or_else(|| {
+                    crash(
+                        &node.id,
+                        "it has no IterationItem/LoopItem child to start from",
+                    )
+                })?;
+                extend(&[start.to_string()]);
+                return Ok(());
+            }
+            Role::LoopBreak => {
+                if let Some(p) = node.parent_id.as_deref().and_then(|p| self.canvas.node(p)) {
+                    if p.role == Role::Container(ContainerKind::Breakable) {
+                        extend(&p.downstream);
+                        return Ok(());
+                    }
+                }
+            }
+            _ => {}
+        }
+        if node.downstream.is_empty() {
+            if let Some(p) = node.parent_id.as_deref() {
+                if let Some(start) = self.canvas.start_of(p) {
+                    extend(&[start.to_string()]);
+                }
+                return Ok(());
+            }
+        }
+        extend(&node.downstream);
+        Ok(())
+    }
+
+    /// End of a turn (`engine.md` §4.5).
+    async fn finish(
+        &mut self,
+        idx: usize,
+        started: f64,
+        em: &mut Emitter<'_>,
+    ) -> Result<Outcome, RunError> {
+        let (last, usage) = {
+            let mut st = lock(&self.shared.state);
+            st.path.truncate(idx);
+            st.cursor = None;
+            (st.path.last().cloned().unwrap_or_default(), st.usage.turn)
+        };
+        if let Some((component_id, error)) = self.error.take() {
+            if error.contains("Task has been canceled") {
+                em.emit(EventKind::WorkflowFinished(WorkflowFinished {
+                    inputs: Value::Object(self.cfg.inputs.clone()),
+                    outputs: json!("Task has been canceled"),
+                    elapsed_time: now_f64() - started,
+                    created_at: started,
+                    usage,
+                }))?;
+            }
+            return Ok(Outcome::Failed {
+                component_id,
+                error,
+            });
+        }
+        // RAGFlow would report an answer nobody streamed as null; we compute it.
+        if let Ok(node) = self.node(&last) {
+            let cx = self.cx(node, Object::new());
+            if let Some(Err(ComponentError::Fatal(m))) = cx.pull_stream(&last, &mut |_| {}).await {
+                return Err(crash(&last, m));
+            }
+        }
+        let mut st = lock(&self.shared.state);
+        let usage = st.usage.turn;
+        let outputs = Value::Object(
+            st.nodes
+                .get(&last)
+                .map(|n| n.outputs.clone())
+                .unwrap_or_default(),
+        );
+        st.history.push(("assistant".into(), outputs.clone()));
+        push_history(&mut st, format!("assistant: {}", py_repr(&outputs)));
+        drop(st);
+        em.emit(EventKind::WorkflowFinished(WorkflowFinished {
+            inputs: Value::Object(self.cfg.inputs.clone()),
+            outputs: outputs.clone(),
+            elapsed_time: now_f64() - started,
+            created_at: started,
+            usage,
+        }))?;
+        Ok(Outcome::Finished { outputs })
+    }
+}
+
+fn push_history(st: &mut RunState, line: String) {
+    let h = st
+        .globals
+        .entry("sys.history".to_string())
+        .or_insert_with(|| json!([]));
+    if !h.is_array() {
+        *h = json!([]);
+    }
+    if let Value::Array(a) = h {
+        a.push(Value::String(line));
+    }
+}

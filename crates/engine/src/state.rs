@@ -1,0 +1,167 @@
+//! `RunState`: everything needed to continue a run (path, outputs, globals, history).
+//!
+//! It is plain data, serialisable as a checkpoint. Component outputs follow RAGFlow's
+//! storage model (`engine.md` §2.2): a declared output that has no value yet holds
+//! `null`; an output that was never declared nor set reads as `""`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::events::Usage;
+use canvas_pyrt::Object;
+
+/// Outputs and recorded input values of one component.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct NodeState {
+    /// Output name → value (insertion order is RAGFlow's: declared, then as first set).
+    pub outputs: Object,
+    /// Input name → value recorded while the component ran.
+    pub inputs: Object,
+}
+
+/// The mutable state of one run (a RAGFlow session).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RunState {
+    /// RAGFlow's execution path: every component id appended so far in this session.
+    pub path: Vec<String>,
+    /// `sys.*` and `env.*` variables.
+    pub globals: Object,
+    /// Conversation turns: `[role, value]`.
+    pub history: Vec<(String, Value)>,
+    /// References per run (`engine.md` §4.8).
+    pub retrieval: Vec<Value>,
+    /// Per component state, keyed by component id.
+    pub nodes: HashMap<String, NodeState>,
+    /// IterationItem / LoopItem pass counters (`_idx`), keyed by the item's id.
+    pub counters: HashMap<String, i64>,
+    /// Where the turn under way stands; `None` between turns (finished or waiting).
+    #[serde(default)]
+    pub cursor: Option<Cursor>,
+    /// Components whose `content` is a model answer not streamed yet (RAGFlow's lazy
+    /// generator). The stream itself lives in memory; a continued turn prepares it again.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub streaming: BTreeSet<String>,
+    /// Tokens used by this turn's model calls.
+    #[serde(default, skip_serializing_if = "UsageBook::is_empty")]
+    pub usage: UsageBook,
+    /// Components changed since the last checkpoint (bookkeeping, never stored).
+    #[serde(skip)]
+    pub touched: Touched,
+}
+
+/// Token usage of the turn under way: in total and per component.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct UsageBook {
+    /// All calls of the turn.
+    pub turn: Usage,
+    /// Calls per component id.
+    pub nodes: BTreeMap<String, Usage>,
+}
+
+impl UsageBook {
+    /// True when no call was counted.
+    pub fn is_empty(&self) -> bool {
+        self.turn.calls == 0 && self.nodes.is_empty()
+    }
+}
+
+/// The ids of components whose state changed since the last checkpoint, so a
+/// checkpoint compares those instead of every component. Changes made through
+/// [`RunState::node_mut`] (and the setters built on it) are recorded; a set that says
+/// more than what changed is harmless. It takes no part in equality.
+#[derive(Debug, Clone, Default)]
+pub struct Touched(HashSet<String>);
+
+impl Touched {
+    /// The recorded ids.
+    pub fn ids(&self) -> impl Iterator<Item = &String> {
+        self.0.iter()
+    }
+
+    /// Forget them (after a checkpoint).
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    fn mark(&mut self, id: &str) {
+        if !self.0.contains(id) {
+            self.0.insert(id.to_string());
+        }
+    }
+}
+
+impl PartialEq for Touched {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// The scheduler's position inside a turn, checkpointed with the state so a turn
+/// stopped by a crash, Ctrl-C or a cancel continues where it stopped.
+///
+/// `path[idx..to]` is the batch being run; `path[idx..next]` are post-processed (their
+/// `node_finished` is committed); `path[next..to]` ran but are not post-processed yet.
+/// `to == None` means the batch at `idx` is not scheduled yet.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Cursor {
+    /// The turn's `message_id` (kept so a continued turn's events match).
+    pub message_id: String,
+    /// The turn's start, Unix seconds (the envelope's `created_at` and elapsed time).
+    pub started: f64,
+    /// `sys.query` of the turn.
+    pub query: String,
+    /// The turn's `inputs` in API shape.
+    pub inputs: Object,
+    /// The turn answers a form (RAGFlow's resume).
+    pub resume: bool,
+    /// First path position of the current batch.
+    pub idx: usize,
+    /// End of the current batch, once scheduled.
+    pub to: Option<usize>,
+    /// Next position of the batch to post-process.
+    pub next: usize,
+    /// The unhandled component error (id, message) that ends the turn after this batch.
+    pub error: Option<(String, String)>,
+    /// Streaming components whose `node_finished` waits for a Message to drain them
+    /// (RAGFlow's `partials`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partials: Vec<String>,
+}
+
+impl RunState {
+    /// RAGFlow's `output(name)`: the value, or `""` when the key was never declared.
+    pub fn output(&self, cpn: &str, name: &str) -> Value {
+        self.nodes
+            .get(cpn)
+            .and_then(|n| n.outputs.get(name))
+            .cloned()
+            .unwrap_or_else(|| Value::String(String::new()))
+    }
+
+    /// RAGFlow's `set_output`: creates the key at the end when new.
+    pub fn set_output(&mut self, cpn: &str, name: &str, v: Value) {
+        self.node_mut(cpn).outputs.insert(name.to_string(), v);
+    }
+
+    /// A component's state for changing (created when missing); recorded as touched.
+    pub fn node_mut(&mut self, cpn: &str) -> &mut NodeState {
+        self.touched.mark(cpn);
+        self.nodes.entry(cpn.to_string()).or_default()
+    }
+
+    /// The `_ERROR` output of a component, when set to a non-null value.
+    pub fn error_of(&self, cpn: &str) -> Option<String> {
+        match self.nodes.get(cpn)?.outputs.get("_ERROR")? {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        }
+    }
+
+    /// True when the component id exists in this run.
+    pub fn has_node(&self, cpn: &str) -> bool {
+        self.nodes.contains_key(cpn)
+    }
+}

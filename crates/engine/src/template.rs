@@ -1,0 +1,258 @@
+//! RAGFlow's text substitution routines (`engine.md` §3.4). They differ from each other
+//! in which spaces they eat and how they stringify; each is mirrored separately.
+
+use std::sync::LazyLock;
+
+use minijinja::{Environment, UndefinedBehavior};
+use regex::Regex;
+use serde_json::Value;
+
+use super::refs::{REF_RE, REF_RE_CASED, RefError, resolve};
+use super::state::RunState;
+use canvas_pyrt::{py_json, py_str};
+
+/// Routine (b), `Canvas.get_value_with_variable`: every match (spaces and extra braces
+/// included) is replaced; `None` → `""`, strings as they are, other values as JSON.
+pub fn value_with_variable(state: &RunState, text: &str) -> Result<String, RefError> {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for cap in REF_RE.captures_iter(text) {
+        let m = cap.get(0).expect("group 0 always exists");
+        out.push_str(&text[last..m.start()]);
+        out.push_str(&plain_text(&resolve(state, &cap[1])?));
+        last = m.end();
+    }
+    out.push_str(&text[last..]);
+    Ok(out)
+}
+
+/// `None` → `""`, strings as they are, anything else `json.dumps`.
+pub fn plain_text(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => py_json(other),
+    }
+}
+
+/// Routine (c), `ComponentBase.string_format`: exact `{name}` replaced by Python `str()`
+/// of the value (`None` → `""`); surrounding spaces kept.
+pub fn string_format(text: &str, kv: &[(String, Value)]) -> String {
+    let mut out = text.to_string();
+    for (k, v) in kv {
+        let needle = format!("{{{k}}}");
+        if out.contains(&needle) {
+            let s = if v.is_null() {
+                String::new()
+            } else {
+                py_str(v)
+            };
+            out = out.replace(&needle, &s);
+        }
+    }
+    out
+}
+
+/// `re.sub("[@:.]", "_", exp)`: the Jinja variable name standing for a reference.
+pub fn identifier(exp: &str) -> String {
+    exp.chars()
+        .map(|c| if matches!(c, '@' | ':' | '.') { '_' } else { c })
+        .collect()
+}
+
+static JINJA_BLOCK: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?s)\{%.*?%\}").expect("static regex"));
+
+/// True when a text uses Jinja syntax (`{% … %}`, `{{` or `}}`).
+pub fn has_jinja(text: &str) -> bool {
+    text.contains("{{") || text.contains("}}") || JINJA_BLOCK.is_match(text)
+}
+
+static JINJA: LazyLock<Environment<'static>> = LazyLock::new(|| {
+    let mut env = Environment::new();
+    // Jinja2's default Undefined renders as "" and tolerates filters.
+    env.set_undefined_behavior(UndefinedBehavior::Lenient);
+    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    minijinja_contrib::add_to_environment(&mut env);
+    env
+});
+
+/// Render a text with Jinja; variables are the reference identifiers with their text.
+pub fn render_jinja(text: &str, vars: &[(String, String)]) -> Result<String, String> {
+    let ctx: serde_json::Map<String, Value> = vars
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    JINJA.render_str(text, ctx).map_err(|e| e.to_string())
+}
+
+/// One reference of a merge, with the text its value renders as.
+#[derive(Debug, Clone)]
+pub struct MergeRef {
+    /// The expression as written inside the braces.
+    pub raw: String,
+    /// The resolved expression (aliases expanded).
+    pub exp: String,
+    /// The value as text.
+    pub text: String,
+}
+
+/// When the Jinja step of a merge runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JinjaMode {
+    /// Always (Message's non-streaming path); a render error keeps the text unrendered.
+    Always,
+    /// Only when the text has Jinja markers (StringTransform merge).
+    WhenMarked,
+}
+
+/// Routine (d), steps 2–4: references → identifiers, Jinja, identifiers → values.
+pub fn merge(template: &str, refs: &[MergeRef], mode: JinjaMode) -> String {
+    let mut text = template.to_string();
+    let mut vars = Vec::with_capacity(refs.len());
+    for r in refs {
+        let id = identifier(&r.exp);
+        text = text.replace(&format!("{{{}}}", r.raw), &id);
+        vars.push((id, r.text.clone()));
+    }
+    let render = match mode {
+        JinjaMode::Always => true,
+        JinjaMode::WhenMarked => has_jinja(&text),
+    };
+    if render {
+        if let Ok(t) = render_jinja(&text, &vars) {
+            text = t;
+        }
+    }
+    // RAGFlow uses each identifier as a regex and the value as a replacement template;
+    // a plain replace gives the same text without the crash on `\d` (differences.md).
+    for (id, value) in &vars {
+        if text.contains(id.as_str()) {
+            text = text.replace(id.as_str(), value);
+        }
+    }
+    text
+}
+
+/// A piece of a streamed template: literal text, or a reference (routine (a)).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece {
+    /// Text between references, as it is.
+    Text(String),
+    /// A reference expression; the whole match, spaces and braces included, is replaced.
+    Ref(String),
+}
+
+/// Split a template the way the streaming Message walks it (case-sensitive regex).
+pub fn stream_pieces(text: &str) -> Vec<Piece> {
+    let mut out = Vec::new();
+    let mut last = 0;
+    for cap in REF_RE_CASED.captures_iter(text) {
+        let m = cap.get(0).expect("group 0 always exists");
+        if m.start() > last {
+            out.push(Piece::Text(text[last..m.start()].to_string()));
+        }
+        out.push(Piece::Ref(cap[1].to_string()));
+        last = m.end();
+    }
+    if last < text.len() {
+        out.push(Piece::Text(text[last..].to_string()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::NodeState;
+    use serde_json::json;
+
+    fn state() -> RunState {
+        let mut s = RunState::default();
+        s.globals.insert("sys.query".into(), json!("hello"));
+        let mut n = NodeState::default();
+        n.outputs.insert("obj".into(), json!({"a": 1}));
+        s.nodes.insert("begin".into(), n);
+        s
+    }
+
+    #[test]
+    fn value_with_variable_eats_spaces() {
+        let s = state();
+        assert_eq!(
+            value_with_variable(&s, "hi {sys.query}!").unwrap(),
+            "hihello!"
+        );
+        assert_eq!(
+            value_with_variable(&s, "o={begin@obj}").unwrap(),
+            "o={\"a\": 1}"
+        );
+    }
+
+    #[test]
+    fn string_format_keeps_spaces_and_uses_str() {
+        let kv = vec![
+            ("begin@obj".to_string(), json!({"a": 1})),
+            ("x".into(), Value::Null),
+        ];
+        assert_eq!(string_format("a {begin@obj} b{x}", &kv), "a {'a': 1} b");
+        assert_eq!(string_format("{{begin@obj}}", &kv), "{{'a': 1}}");
+    }
+
+    #[test]
+    fn merge_matches_ragflow_examples() {
+        // engine.md §9 item 48 and 49.
+        let refs = vec![
+            MergeRef {
+                raw: "begin@l".into(),
+                exp: "begin@l".into(),
+                text: "a-1-{'k': 'v'}".into(),
+            },
+            MergeRef {
+                raw: "sys.query".into(),
+                exp: "sys.query".into(),
+                text: "hello".into(),
+            },
+        ];
+        assert_eq!(
+            merge("{begin@l} | {sys.query}!", &refs, JinjaMode::WhenMarked),
+            "a-1-{'k': 'v'} | hello!"
+        );
+        let refs = vec![MergeRef {
+            raw: "begin@l".into(),
+            exp: "begin@l".into(),
+            text: "ab-c".into(),
+        }];
+        assert_eq!(
+            merge(
+                "{{begin@l}} {% for x in begin_l %}[{{x}}]{% endfor %}",
+                &refs,
+                JinjaMode::WhenMarked
+            ),
+            "{ab-c} [a][b][-][c]"
+        );
+    }
+
+    #[test]
+    fn undefined_jinja_variables_render_empty() {
+        assert_eq!(render_jinja("q={{ sys_query|upper }}", &[]).unwrap(), "q=");
+        assert_eq!(
+            render_jinja("{% for i in range(2) %}[x]{% endfor %}", &[]).unwrap(),
+            "[x][x]"
+        );
+    }
+
+    #[test]
+    fn stream_pieces_split_like_the_streaming_message() {
+        let p = stream_pieces("Answer: {a@b} / {c@d}");
+        assert_eq!(
+            p,
+            vec![
+                Piece::Text("Answer:".into()),
+                Piece::Ref("a@b".into()),
+                Piece::Text("/".into()),
+                Piece::Ref("c@d".into())
+            ]
+        );
+    }
+}

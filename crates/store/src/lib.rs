@@ -1,0 +1,437 @@
+//! The durable run store: runs, their turns, checkpoints of their `RunState`, their
+//! event streams, leases (one process runs a run at a time), cancel requests, and the
+//! schema migrations of the file that holds them.
+//!
+//! [`Store`] is the seam; [`SqliteStore`] implements it on one SQLite file that many
+//! processes may share. Checkpoints are written as deltas ([`delta`]). The store keeps
+//! events as the serialised JSON lines it is given: it never formats output.
+
+pub mod delta;
+pub mod lease;
+mod schema;
+mod sqlite;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use canvas_engine::RunState;
+
+pub use delta::{CursorDelta, Delta, apply, diff};
+pub use lease::holder as lease_holder;
+pub use schema::SCHEMA_VERSION;
+pub use sqlite::SqliteStore;
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// A process is running a turn.
+    Running,
+    /// Waiting for user input (a pending form).
+    Waiting,
+    /// The last turn finished.
+    Succeeded,
+    /// The last turn failed.
+    Failed,
+    /// Stopped by Ctrl-C (or a crash noticed later); resumable.
+    Interrupted,
+    /// Stopped by `canvas cancel`; resumable.
+    Cancelled,
+}
+
+impl RunStatus {
+    /// Every status, in declaration order.
+    pub const ALL: [RunStatus; 6] = [
+        RunStatus::Running,
+        RunStatus::Waiting,
+        RunStatus::Succeeded,
+        RunStatus::Failed,
+        RunStatus::Interrupted,
+        RunStatus::Cancelled,
+    ];
+
+    /// The stored (and displayed) name: `running`, `waiting`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Waiting => "waiting",
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Failed => "failed",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A run status name that is not one of [`RunStatus::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown run status \"{0}\" (expected running, waiting, succeeded, failed, interrupted or cancelled)"
+)]
+pub struct UnknownStatus(pub String);
+
+impl FromStr for RunStatus {
+    type Err = UnknownStatus;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RunStatus::ALL
+            .into_iter()
+            .find(|st| st.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| UnknownStatus(s.to_string()))
+    }
+}
+
+/// One run (a RAGFlow session) as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The run id, a ULID (uppercase); also the events' `task_id`.
+    pub id: String,
+    /// The canvas path as given on the command line, `-` for stdin.
+    pub source: String,
+    /// The canvas text as read (what resume runs).
+    pub canvas: String,
+    /// Hex SHA-256 of `canvas` (see [`canvas_hash`]).
+    pub canvas_hash: String,
+    /// Where the run stands.
+    pub status: RunStatus,
+    /// The run this one was started from, if any.
+    pub parent: Option<String>,
+    /// Creation time, Unix seconds.
+    pub created_at: f64,
+    /// Last change, Unix seconds.
+    pub updated_at: f64,
+    /// Turns begun so far.
+    pub turns: u32,
+    /// Why the last turn failed.
+    pub error: Option<String>,
+    /// The pending form while waiting for user input.
+    pub waiting: Option<Value>,
+}
+
+impl RunRecord {
+    /// A fresh running record with a new ULID, the canvas hash and the current time.
+    pub fn new(source: impl Into<String>, canvas: impl Into<String>) -> RunRecord {
+        let canvas = canvas.into();
+        let now = unix_now();
+        RunRecord {
+            id: ulid::Ulid::new().to_string(),
+            source: source.into(),
+            canvas_hash: canvas_hash(&canvas),
+            canvas,
+            status: RunStatus::Running,
+            parent: None,
+            created_at: now,
+            updated_at: now,
+            turns: 0,
+            error: None,
+            waiting: None,
+        }
+    }
+}
+
+/// What kind of turn a turn is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TurnKind {
+    /// The run's first turn (`canvas run`).
+    Start,
+    /// Answers the form the run waits on.
+    Answer,
+    /// A next conversational turn (`canvas resume -q`).
+    Next,
+}
+
+impl TurnKind {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnKind::Start => "start",
+            TurnKind::Answer => "answer",
+            TurnKind::Next => "next",
+        }
+    }
+}
+
+/// One turn of a run, as stored when it began.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnRecord {
+    /// Its number (1 for the first).
+    pub turn: u32,
+    /// What started it.
+    pub kind: TurnKind,
+    /// `sys.query` given for it.
+    pub query: String,
+    /// Its `inputs` in API shape.
+    pub inputs: Value,
+    /// When it began, Unix seconds.
+    pub started_at: f64,
+    /// When it ended, if it did.
+    pub ended_at: Option<f64>,
+    /// The run's status when it ended.
+    pub status: Option<RunStatus>,
+}
+
+/// How a turn ended: the run's new status, error and pending form.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnEnd<'a> {
+    /// The run's status from now on.
+    pub status: RunStatus,
+    /// Why it failed or stopped.
+    pub error: Option<&'a str>,
+    /// The pending form, when waiting.
+    pub waiting: Option<&'a Value>,
+}
+
+/// Hex SHA-256 of a canvas text (to notice a canvas file changed before a resume).
+pub fn canvas_hash(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Errors of the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite refused an operation.
+    #[error("store: {context}: {source}")]
+    Sqlite {
+        /// What the store was doing.
+        context: String,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// No run has this id (or prefix).
+    #[error("no run matches \"{0}\"")]
+    NotFound(String),
+    /// A prefix that matches more than one run.
+    #[error("run id prefix \"{prefix}\" matches {} runs: {}", matches.len(), matches.join(", "))]
+    Ambiguous {
+        /// The prefix given.
+        prefix: String,
+        /// The matching ids, newest first.
+        matches: Vec<String>,
+    },
+    /// The file was written by a newer `canvas`; this one will not write to it.
+    #[error(
+        "the store's schema version {found} is newer than this canvas supports ({supported}); upgrade canvas or use another --store"
+    )]
+    NewerSchema {
+        /// The file's schema version.
+        found: i64,
+        /// The newest version this binary knows.
+        supported: i64,
+    },
+    /// The store file or its directory could not be created.
+    #[error("cannot create the store at {path}")]
+    Io {
+        /// The path concerned.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A stored JSON value (state, delta, form) could not be read or written.
+    #[error("store: {context}: {source}")]
+    Json {
+        /// What the store was doing.
+        context: String,
+        /// The cause.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Another process holds the run's lease.
+    #[error("run {run_id} is being run by another process ({owner})")]
+    Leased {
+        /// The run.
+        run_id: String,
+        /// The lease holder.
+        owner: String,
+    },
+    /// A stored value that this binary cannot read.
+    #[error("store: corrupt data: {0}")]
+    Corrupt(String),
+}
+
+/// The store's result type.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Durable storage of runs, their events and checkpoints (SQLite today; room for a
+/// networked store).
+pub trait Store: Send + Sync {
+    /// Insert a new run.
+    fn create_run(&self, rec: &RunRecord) -> Result<()>;
+    /// Insert a new run and record its first turn, in one transaction (so a run never
+    /// exists without the query and inputs it was started with); returns the turn number.
+    fn create_run_with_turn(
+        &self,
+        rec: &RunRecord,
+        kind: TurnKind,
+        query: &str,
+        inputs: &Value,
+    ) -> Result<u32>;
+    /// A run by full id, `latest` (newest created) or unique case-insensitive prefix.
+    fn find_run(&self, id_or_prefix: &str) -> Result<RunRecord>;
+    /// Runs newest first, optionally of one status; `limit` 0 means all.
+    fn list_runs(&self, status: Option<RunStatus>, limit: usize) -> Result<Vec<RunRecord>>;
+    /// In one transaction: append `events` (serialised JSON lines, in order) to the
+    /// run's stream for `turn`, and checkpoint `state` when given.
+    fn commit(
+        &self,
+        run_id: &str,
+        turn: u32,
+        events: &[String],
+        state: Option<&RunState>,
+    ) -> Result<()>;
+    /// [`Store::commit`], and in the same transaction end the turn: the run's status,
+    /// error and pending form, and the turn's end time.
+    fn end_turn(
+        &self,
+        run_id: &str,
+        turn: u32,
+        events: &[String],
+        state: Option<&RunState>,
+        end: TurnEnd<'_>,
+    ) -> Result<()>;
+    /// The latest checkpointed state, `None` when the run has none yet.
+    fn load_state(&self, run_id: &str) -> Result<Option<RunState>>;
+    /// Every stored event of the run, in order.
+    fn events(&self, run_id: &str) -> Result<Vec<String>>;
+    /// The stored events of one turn, in order.
+    fn events_of_turn(&self, run_id: &str, turn: u32) -> Result<Vec<String>>;
+    /// Set the status, error and pending form (`None` clears them), and `updated_at`.
+    fn set_status(
+        &self,
+        run_id: &str,
+        status: RunStatus,
+        error: Option<&str>,
+        waiting: Option<&Value>,
+    ) -> Result<()>;
+    /// Record a new turn and mark the run running; returns its number (1 for the first).
+    fn begin_turn(&self, run_id: &str, kind: TurnKind, query: &str, inputs: &Value) -> Result<u32>;
+    /// The run's latest turn, `None` before the first.
+    fn last_turn(&self, run_id: &str) -> Result<Option<TurnRecord>>;
+    /// Take the run's lease for `ttl`: true when it was free, expired or already ours.
+    fn acquire_lease(&self, run_id: &str, owner: &str, ttl: Duration) -> Result<bool>;
+    /// Extend our lease by `ttl`; [`StoreError::Leased`] when another owner holds it.
+    fn renew_lease(&self, run_id: &str, owner: &str, ttl: Duration) -> Result<()>;
+    /// Give the lease up (no-op when `owner` does not hold it).
+    fn release_lease(&self, run_id: &str, owner: &str) -> Result<()>;
+    /// The current, unexpired lease holder.
+    fn lease_owner(&self, run_id: &str) -> Result<Option<String>>;
+    /// Ask the process running the run to stop at the next node boundary.
+    fn request_cancel(&self, run_id: &str) -> Result<()>;
+    /// True when a cancel was requested and not cleared.
+    fn cancel_requested(&self, run_id: &str) -> Result<bool>;
+    /// Forget a cancel request (done when a run is resumed).
+    fn clear_cancel(&self, run_id: &str) -> Result<()>;
+}
+
+/// The default store file: `$CANVAS_STORE`, else `$XDG_DATA_HOME/canvas/canvas.db`, else
+/// `$HOME/.local/share/canvas/canvas.db`.
+pub fn default_path() -> PathBuf {
+    default_path_from(|k| std::env::var_os(k))
+}
+
+fn default_path_from(var: impl Fn(&str) -> Option<OsString>) -> PathBuf {
+    let set = |k: &str| var(k).filter(|v| !v.is_empty());
+    if let Some(p) = set("CANVAS_STORE") {
+        return PathBuf::from(p);
+    }
+    // XDG: a relative XDG_DATA_HOME is invalid and ignored.
+    if let Some(p) = set("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+    {
+        return p.join("canvas").join("canvas.db");
+    }
+    match set("HOME") {
+        Some(home) => PathBuf::from(home).join(".local/share/canvas/canvas.db"),
+        None => PathBuf::from("canvas.db"),
+    }
+}
+
+/// Now, in Unix seconds.
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_names_round_trip() {
+        for st in RunStatus::ALL {
+            assert_eq!(st.as_str().parse::<RunStatus>(), Ok(st));
+            assert_eq!(serde_json::to_value(st).unwrap(), st.as_str());
+        }
+        assert_eq!("Waiting".parse::<RunStatus>(), Ok(RunStatus::Waiting));
+        let e = "done".parse::<RunStatus>().unwrap_err();
+        assert!(e.to_string().starts_with("unknown run status \"done\""));
+    }
+
+    #[test]
+    fn canvas_hash_is_hex_sha256() {
+        assert_eq!(
+            canvas_hash("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let rec = RunRecord::new("-", "{}");
+        assert_eq!(rec.canvas_hash, canvas_hash("{}"));
+        assert_eq!(rec.id.len(), 26);
+        assert_eq!(rec.status, RunStatus::Running);
+    }
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| OsString::from(v))
+        }
+    }
+
+    #[test]
+    fn default_path_order() {
+        let all = [
+            ("CANVAS_STORE", "/s/c.db"),
+            ("XDG_DATA_HOME", "/x"),
+            ("HOME", "/h"),
+        ];
+        assert_eq!(default_path_from(env(&all)), PathBuf::from("/s/c.db"));
+        let xdg = [
+            ("CANVAS_STORE", ""),
+            ("XDG_DATA_HOME", "/x"),
+            ("HOME", "/h"),
+        ];
+        assert_eq!(
+            default_path_from(env(&xdg)),
+            PathBuf::from("/x/canvas/canvas.db")
+        );
+        let home = [("XDG_DATA_HOME", "rel"), ("HOME", "/h")];
+        let want = PathBuf::from("/h/.local/share/canvas/canvas.db");
+        assert_eq!(default_path_from(env(&home)), want);
+        assert_eq!(default_path_from(env(&[])), PathBuf::from("canvas.db"));
+    }
+}

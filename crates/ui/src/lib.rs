@@ -1,0 +1,48 @@
+//! Output: renderers turn events into text, JSON lines or SSE frames. They write to any
+//! `io::Write`, so tests render into a buffer. They never decide control flow.
+
+mod jsonl;
+pub mod prompt;
+mod sse;
+mod text;
+
+use std::io;
+
+use canvas_engine::Event;
+
+pub use jsonl::JsonlRenderer;
+pub use sse::SseRenderer;
+pub use text::{TextOptions, TextRenderer};
+
+/// How a turn ended, for the closing lines of a renderer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEnd {
+    /// `workflow_finished` was emitted.
+    Finished,
+    /// An unhandled component error stopped the turn.
+    Failed {
+        /// The failing component.
+        component_id: String,
+        /// Its error.
+        error: String,
+    },
+    /// The run waits for a form.
+    Waiting,
+    /// The run reached a form that answers given up front (`-i`) cover; it goes on at
+    /// once in this process.
+    Answered,
+    /// The run crashed where RAGFlow crashes (or hit something unsupported).
+    Crashed,
+    /// Ctrl-C stopped the run at a node boundary; resumable.
+    Interrupted,
+    /// `canvas cancel` stopped the run at a node boundary; resumable.
+    Cancelled,
+}
+
+/// Turns events into output.
+pub trait Renderer: Send {
+    /// Render one event.
+    fn event(&mut self, ev: &Event) -> io::Result<()>;
+    /// Write whatever closes the stream.
+    fn finish(&mut self, end: &RunEnd) -> io::Result<()>;
+}
