@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::CliError;
 use super::runs::write_stdout;
-use canvas_components::{LEGACY, SUPPORTED, TOOLS, UNSUPPORTED};
+use canvas_components::{LEFT_OUT, LEGACY, SUPPORTED, TOOLS, UNSUPPORTED};
 use canvas_pyrt::Object;
 use canvas_tools::Tool;
 
@@ -109,6 +109,12 @@ fn entries() -> Vec<Entry> {
         name,
         status: "not_yet",
         note: Some(why),
+        tool: None,
+    }));
+    out.extend(LEFT_OUT.iter().map(|(name, _)| Entry {
+        name,
+        status: "not_yet",
+        note: Some("its cargo feature is left out of this build"),
         tool: None,
     }));
     out.extend(LEGACY.iter().map(|(name, why)| Entry {

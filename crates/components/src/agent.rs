@@ -19,8 +19,11 @@ use canvas_engine::component::lock;
 use canvas_engine::refs::RefElement;
 use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx};
 use canvas_pyrt::Object;
+#[cfg(feature = "mcp")]
+use canvas_tools::ToolEnv;
+#[cfg(feature = "mcp")]
 use canvas_tools::mcp::{McpConfig, McpError, McpServer, McpSession};
-use canvas_tools::{Call, Tool, ToolEnv};
+use canvas_tools::{Call, Tool};
 
 /// Build an Agent from its DSL parameters (its tools included, recursively).
 pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
@@ -49,6 +52,7 @@ enum ToolKind {
         id: String,
     },
     /// A tool of an MCP server.
+    #[cfg(feature = "mcp")]
     Mcp {
         /// The canvas's `mcp` entry (server id, maybe the server itself).
         entry: Value,
@@ -69,12 +73,18 @@ struct ToolEntry {
     kind: ToolKind,
 }
 
+/// Open MCP sessions by server id (none in a build without the `mcp` feature).
+#[cfg(feature = "mcp")]
+type Sessions = tokio::sync::Mutex<Vec<(String, Arc<McpSession>)>>;
+#[cfg(not(feature = "mcp"))]
+type Sessions = std::marker::PhantomData<()>;
+
 /// The tools of one Agent, its open MCP sessions (by server id, opened on first use and
 /// kept for the process), and the files its tools produced, by calling component id,
 /// until the answer takes them.
 struct Tools(
     Vec<ToolEntry>,
-    tokio::sync::Mutex<Vec<(String, Arc<McpSession>)>>,
+    Sessions,
     std::sync::Mutex<Vec<(String, Value)>>,
 );
 
@@ -189,13 +199,20 @@ impl Agent {
                     .and_then(Value::as_str)
                     .unwrap_or(tname)
                     .to_string();
+                #[cfg(feature = "mcp")]
+                let kind = ToolKind::Mcp {
+                    entry: server.clone(),
+                    tool,
+                };
+                // `validate` reports these; a run stops if the model calls one.
+                #[cfg(not(feature = "mcp"))]
+                let kind = ToolKind::NotYet {
+                    what: format!("the MCP tool {tool}: the cargo feature `mcp` is left out"),
+                };
                 entries.push(ToolEntry {
                     name: fname,
                     schema,
-                    kind: ToolKind::Mcp {
-                        entry: server.clone(),
-                        tool,
-                    },
+                    kind,
                 });
             }
         }
@@ -203,7 +220,7 @@ impl Agent {
             params: llm,
             tools: Arc::new(Tools(
                 entries,
-                tokio::sync::Mutex::new(Vec::new()),
+                Sessions::default(),
                 std::sync::Mutex::new(Vec::new()),
             )),
             max_rounds,
@@ -282,8 +299,10 @@ fn snake(class: &str) -> String {
 }
 
 /// RAGFlow's limit on one MCP tool call.
+#[cfg(feature = "mcp")]
 const MCP_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+#[cfg(feature = "mcp")]
 impl Tools {
     /// The session with the MCP server an `mcp` entry names: the server given in the
     /// entry itself, else the one of `--mcp-config` with its `mcp_id`.
@@ -405,6 +424,7 @@ impl ToolBox for Tools {
                 kept.extend(artifacts.into_iter().map(|a| (cx.id().to_string(), a)));
                 Ok(text)
             }
+            #[cfg(feature = "mcp")]
             ToolKind::Mcp { entry, tool } => match self.mcp_session(cx, entry).await? {
                 Ok(session) => Ok(session
                     .call_tool(tool, args.clone(), MCP_CALL_TIMEOUT)

@@ -8,7 +8,9 @@ mod catalog;
 mod categorize;
 pub mod chat;
 mod data_operations;
+#[cfg(feature = "doc")]
 mod doc_generator;
+#[cfg(feature = "excel")]
 mod excel_processor;
 mod exit_loop;
 mod form;
@@ -31,4 +33,4 @@ mod variable_aggregator;
 mod variable_assigner;
 
 pub use catalog::Catalog;
-pub use registry::{LEGACY, Registry, SUPPORTED, TOOLS, UNSUPPORTED};
+pub use registry::{LEFT_OUT, LEGACY, MCP_BUILT, Registry, SUPPORTED, TOOLS, UNSUPPORTED};

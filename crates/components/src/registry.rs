@@ -4,17 +4,25 @@
 use canvas_engine::{self as engine, BuildError, Component, Role};
 use canvas_pyrt::Object;
 
+#[cfg(feature = "doc")]
+use super::doc_generator;
+#[cfg(feature = "excel")]
+use super::excel_processor;
 use super::unsupported::Unsupported;
 use super::{
-    agent, begin, categorize, data_operations, doc_generator, excel_processor, exit_loop, invoke,
-    iteration, iteration_item, list_operations, llm, loop_, loop_item, message, string_transform,
-    switch, user_fill_up, variable_aggregator, variable_assigner,
+    agent, begin, categorize, data_operations, exit_loop, invoke, iteration, iteration_item,
+    list_operations, llm, loop_, loop_item, message, string_transform, switch, user_fill_up,
+    variable_aggregator, variable_assigner,
 };
+#[cfg(feature = "email")]
+use canvas_tools::email;
+#[cfg(feature = "sql")]
+use canvas_tools::exe_sql;
 use canvas_tools::node::ToolNode;
 use canvas_tools::{
-    ToolBuilder, akshare, arxiv, bgpt, code_exec, crawler, deepl, duckduckgo, email, exe_sql,
-    github, google, google_scholar, keenable, pubmed, querit_contents, querit_search, qweather,
-    retrieval, searxng, tavily_extract, tavily_search, wencai, wikipedia, yahoo_finance,
+    ToolBuilder, akshare, arxiv, bgpt, code_exec, crawler, deepl, duckduckgo, github, google,
+    google_scholar, keenable, pubmed, querit_contents, querit_search, qweather, retrieval, searxng,
+    tavily_extract, tavily_search, wencai, wikipedia, yahoo_finance,
 };
 
 type Builder = fn(&Object) -> Result<Box<dyn Component>, BuildError>;
@@ -41,10 +49,13 @@ pub const SUPPORTED: &[(&str, Builder)] = &[
     ("Agent", agent::build),
     ("Categorize", categorize::build),
     ("Invoke", invoke::build),
+    #[cfg(feature = "excel")]
     ("ExcelProcessor", excel_processor::build),
+    #[cfg(feature = "doc")]
     ("DocGenerator", doc_generator::build),
     ("Retrieval", |p| ToolNode::build(retrieval::build, p)),
     ("CodeExec", |p| ToolNode::build(code_exec::build, p)),
+    #[cfg(feature = "sql")]
     ("ExeSQL", |p| ToolNode::build(exe_sql::build, p)),
     ("Wikipedia", |p| ToolNode::build(wikipedia::build, p)),
     ("ArXiv", |p| ToolNode::build(arxiv::build, p)),
@@ -59,6 +70,7 @@ pub const SUPPORTED: &[(&str, Builder)] = &[
     ("WenCai", |p| ToolNode::build(wencai::build, p)),
     ("AkShare", |p| ToolNode::build(akshare::build, p)),
     ("YahooFinance", |p| ToolNode::build(yahoo_finance::build, p)),
+    #[cfg(feature = "email")]
     ("Email", |p| ToolNode::build(email::build, p)),
     ("TavilySearch", |p| ToolNode::build(tavily_search::build, p)),
     ("TavilyExtract", |p| {
@@ -82,6 +94,7 @@ pub const TOOLS: &[(&str, ToolBuilder)] = &[
     ("search_my_dataset", retrieval::build),
     ("search_my_dateset", retrieval::build),
     ("CodeExec", code_exec::build),
+    #[cfg(feature = "sql")]
     ("ExeSQL", exe_sql::build),
     ("Wikipedia", wikipedia::build),
     ("ArXiv", arxiv::build),
@@ -94,6 +107,7 @@ pub const TOOLS: &[(&str, ToolBuilder)] = &[
     ("WenCai", wencai::build),
     ("AkShare", akshare::build),
     ("YahooFinance", yahoo_finance::build),
+    #[cfg(feature = "email")]
     ("Email", email::build),
     ("TavilySearch", tavily_search::build),
     ("TavilyExtract", tavily_extract::build),
@@ -127,6 +141,22 @@ pub const LEGACY: &[(&str, &str)] = &[
     ),
 ];
 
+/// Components whose cargo feature this build was compiled without: (name, feature).
+/// They fail validation and stop a run, naming the feature.
+pub const LEFT_OUT: &[(&str, &str)] = &[
+    #[cfg(not(feature = "doc"))]
+    ("DocGenerator", "doc"),
+    #[cfg(not(feature = "excel"))]
+    ("ExcelProcessor", "excel"),
+    #[cfg(not(feature = "sql"))]
+    ("ExeSQL", "sql"),
+    #[cfg(not(feature = "email"))]
+    ("Email", "email"),
+];
+
+/// An Agent's MCP servers need the `mcp` feature: false when it was left out.
+pub const MCP_BUILT: bool = cfg!(feature = "mcp");
+
 /// The component registry used by `canvas run`.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Registry;
@@ -142,8 +172,15 @@ impl engine::Registry for Registry {
         {
             return Ok(Box::new(Unsupported {
                 name: n,
-                kind: *kind,
-                why,
+                role: *kind,
+                why: (*why).to_string(),
+            }));
+        }
+        if let Some((n, feature)) = LEFT_OUT.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            return Ok(Box::new(Unsupported {
+                name: n,
+                role: Role::Plain,
+                why: format!("the cargo feature `{feature}` is left out"),
             }));
         }
         Err(BuildError::Unknown(name.to_string()))

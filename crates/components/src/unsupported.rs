@@ -9,16 +9,16 @@ use canvas_engine::{CResult, Component, ComponentError, NodeCx, Role};
 pub struct Unsupported {
     /// RAGFlow's class name.
     pub name: &'static str,
-    /// Its routing kind.
-    pub kind: Role,
+    /// The part it would play in the run.
+    pub role: Role,
     /// What is missing, for the error message.
-    pub why: &'static str,
+    pub why: String,
 }
 
 #[async_trait]
 impl Component for Unsupported {
     fn role(&self) -> Role {
-        self.kind
+        self.role
     }
 
     async fn invoke(&self, _cx: &NodeCx<'_>) -> CResult<()> {

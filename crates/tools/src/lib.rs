@@ -15,7 +15,9 @@ pub mod code_exec;
 pub mod crawler;
 pub mod deepl;
 pub mod duckduckgo;
+#[cfg(feature = "email")]
 pub mod email;
+#[cfg(feature = "sql")]
 pub mod exe_sql;
 pub mod github;
 pub mod google;

@@ -4,12 +4,15 @@
 //! stdio program, through the official `rmcp` SDK), and the legacy SSE transport
 //! that SDK lacks (`sse`).
 
+#[cfg(feature = "mcp")]
 mod client;
 mod config;
+#[cfg(feature = "mcp")]
 mod sse;
-#[cfg(test)]
+#[cfg(all(test, feature = "mcp"))]
 mod tests;
 
+#[cfg(feature = "mcp")]
 pub use client::{CALL_TIMEOUT, INIT_TIMEOUT, LIST_TIMEOUT, McpSession};
 pub use config::{McpConfig, McpEndpoint, McpServer, McpTransport};
 

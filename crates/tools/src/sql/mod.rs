@@ -7,11 +7,12 @@
 //! statement); with writes allowed, each statement commits on its own.
 
 pub mod frame;
+#[cfg(feature = "sql")]
 pub mod mysql;
+#[cfg(feature = "sql")]
 pub mod postgres;
+#[cfg(feature = "sql")]
 pub mod sqlite;
-
-use std::net::SocketAddr;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -98,12 +99,13 @@ pub struct Target {
     pub host: String,
 }
 
+#[cfg(feature = "sql")]
 /// Open a session. `addr` is the checked address to connect to (none for SQLite);
 /// `writes` lets statements commit.
 pub async fn connect(
     engine: Engine,
     target: &Target,
-    addr: Option<SocketAddr>,
+    addr: Option<std::net::SocketAddr>,
     writes: bool,
 ) -> Result<Box<dyn Session>, String> {
     match (engine, addr) {
