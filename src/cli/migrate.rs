@@ -198,7 +198,7 @@ impl Style {
 
     fn render(&self, v: &Value) -> String {
         let mut s = if self.yaml {
-            serde_yaml_ng::to_string(v).unwrap_or_default()
+            yaml_serde::to_string(v).unwrap_or_default()
         } else if let Some(indent) = &self.indent {
             let mut buf = Vec::new();
             let fmt = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());

@@ -123,7 +123,7 @@ pub fn parse_value(text: &str, format: Format) -> Result<Value, DslError> {
                 message: json_msg(&e),
             })
         }
-        _ => serde_yaml_ng::from_str(text).map_err(|e| {
+        _ => yaml_serde::from_str(text).map_err(|e| {
             let loc = e.location();
             DslError::Yaml {
                 message: e.to_string(),

@@ -170,7 +170,7 @@ impl MockScript {
         let raw: RawScript = if trimmed.starts_with('{') {
             serde_json::from_str(trimmed).map_err(|e| err(format!("not a mock script: {e}")))?
         } else {
-            serde_yaml_ng::from_str(trimmed).map_err(|e| err(format!("not a mock script: {e}")))?
+            yaml_serde::from_str(trimmed).map_err(|e| err(format!("not a mock script: {e}")))?
         };
         let mut rules = Vec::with_capacity(raw.rules.len());
         for (i, r) in raw.rules.into_iter().enumerate() {

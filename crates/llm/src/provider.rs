@@ -368,7 +368,7 @@ impl LlmConfig {
     /// Parse a configuration (YAML or JSON); `label` names it in errors.
     pub fn parse(text: &str, label: &str) -> Result<LlmConfig, LlmError> {
         let err = |message: String| {
-            // One line: serde_yaml_ng's messages may span several.
+            // One line: yaml_serde's messages may span several.
             let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
             LlmError::Config(format!("{label}: {message}"))
         };
@@ -379,7 +379,7 @@ impl LlmConfig {
         if blank {
             return Ok(LlmConfig::default());
         }
-        let config: LlmConfig = serde_yaml_ng::from_str(text)
+        let config: LlmConfig = yaml_serde::from_str(text)
             .map_err(|e| err(format!("not a valid LLM configuration: {e}")))?;
         if config.timeout_secs == Some(0) {
             return Err(err("timeout_secs must be at least 1".to_string()));

@@ -141,170 +141,136 @@ impl Element {
     }
 }
 
-/// Parse a document; the root element.
+/// Parse a document; the root element. The tokenizer is quick-xml's; this builds the
+/// tree without recursion and keeps unknown entities as written, as ElementTree's
+/// callers here expect.
 pub fn parse(input: &str) -> Result<Element, XmlError> {
-    let b = input.as_bytes();
-    let mut i = 0usize;
-    // The open elements; the bottom one is a holder for the root.
-    let mut stack: Vec<Element> = vec![Element::default()];
-    let bad = |what: &'static str, at: usize| XmlError::Malformed { what, at };
-    while i < b.len() {
-        if b[i] != b'<' {
-            let end = input[i..].find('<').map_or(b.len(), |n| i + n);
-            let raw = &input[i..end];
-            if stack.len() > 1 {
-                push_text(&mut stack, &decode(raw));
-            } else if !raw.trim().is_empty() {
-                return Err(bad("text outside the root element", i));
-            }
-            i = end;
-            continue;
-        }
-        let rest = &input[i..];
-        if rest.starts_with("<!--") {
-            let n = rest.find("-->").ok_or(bad("unclosed comment", i))?;
-            i += n + 3;
-        } else if rest.starts_with("<![CDATA[") {
-            let n = rest.find("]]>").ok_or(bad("unclosed CDATA", i))?;
-            if stack.len() == 1 {
-                return Err(bad("CDATA outside the root element", i));
-            }
-            push_text(&mut stack, &rest[9..n]);
-            i += n + 3;
-        } else if rest.starts_with("<?") {
-            let n = rest.find("?>").ok_or(bad("unclosed declaration", i))?;
-            i += n + 2;
-        } else if rest.starts_with("<!") {
-            i += skip_declaration(rest).ok_or(bad("unclosed DOCTYPE", i))?;
-        } else if rest.starts_with("</") {
-            let n = rest.find('>').ok_or(bad("unclosed end tag", i))?;
-            let name = rest[2..n].trim();
-            if stack.len() == 1 {
-                return Err(bad("end tag without an open element", i));
-            }
-            let Some(done) = stack.pop() else {
-                return Err(bad("end tag without an open element", i));
-            };
-            if done.name != name {
-                return Err(XmlError::Mismatched {
-                    open: done.name,
-                    found: name.to_string(),
-                    at: i,
+    use quick_xml::events::Event;
+
+    let mut reader = quick_xml::Reader::from_str(input);
+    let mut stack: Vec<Element> = Vec::new();
+    let mut root: Option<Element> = None;
+    loop {
+        let at = usize::try_from(reader.buffer_position()).unwrap_or(usize::MAX);
+        let event = reader.read_event().map_err(|e| quick_error(e, at))?;
+        match event {
+            Event::Start(s) | Event::Empty(s) if root.is_some() => {
+                let _ = s;
+                return Err(XmlError::Malformed {
+                    what: "content after the root element",
+                    at,
                 });
             }
-            attach(&mut stack, done, i)?;
-            i += n + 1;
-        } else {
-            let (el, len, closed) = start_tag(rest).ok_or(bad("bad start tag", i))?;
-            if stack.len() == 1 && !stack[0].children.is_empty() {
-                return Err(bad("a second root element", i));
-            }
-            if closed {
-                attach(&mut stack, el, i)?;
-            } else {
-                if stack.len() > MAX_DEPTH {
+            Event::Start(s) => {
+                if stack.len() >= MAX_DEPTH {
                     return Err(XmlError::TooDeep);
                 }
-                stack.push(el);
+                stack.push(element(&s, at)?);
             }
-            i += len;
+            Event::Empty(s) => close(element(&s, at)?, &mut stack, &mut root),
+            Event::End(_) => match stack.pop() {
+                Some(e) => close(e, &mut stack, &mut root),
+                None => {
+                    return Err(XmlError::Malformed {
+                        what: "closing tag without an open element",
+                        at,
+                    });
+                }
+            },
+            Event::Text(t) => text(&mut stack, &t.into_inner(), at)?,
+            Event::CData(c) => text(&mut stack, &c.into_inner(), at)?,
+            Event::GeneralRef(r) => {
+                let resolved = match r.resolve_char_ref() {
+                    Ok(Some(c)) => Some(c.to_string()),
+                    _ => quick_xml::escape::resolve_predefined_entity(&r).map(str::to_string),
+                };
+                let written = format!("&{};", &*r);
+                text(&mut stack, resolved.as_deref().unwrap_or(&written), at)?;
+            }
+            Event::Decl(_) | Event::Comment(_) | Event::PI(_) | Event::DocType(_) => {}
+            Event::Eof => break,
         }
     }
-    if stack.len() != 1 {
-        return Err(bad("unclosed element at the end", b.len()));
+    match (root, stack.is_empty()) {
+        (Some(r), true) => Ok(r),
+        (_, false) => Err(XmlError::Malformed {
+            what: "unclosed element",
+            at: input.len(),
+        }),
+        (None, true) => Err(XmlError::Malformed {
+            what: "no root element",
+            at: input.len(),
+        }),
     }
-    let holder = stack.pop().unwrap_or_default();
-    holder
-        .children
-        .into_iter()
-        .find_map(|c| match c {
-            Node::Element(e) => Some(e),
-            Node::Text(_) => None,
-        })
-        .ok_or(bad("no root element", 0))
 }
 
-/// Add a finished element to its parent.
-fn attach(stack: &mut [Element], el: Element, at: usize) -> Result<(), XmlError> {
-    let parent = stack.last_mut().ok_or(XmlError::Malformed {
-        what: "end tag without an open element",
-        at,
-    })?;
-    parent.children.push(Node::Element(el));
+/// An element from its start tag, attribute values decoded.
+fn element(s: &quick_xml::events::BytesStart<'_>, at: usize) -> Result<Element, XmlError> {
+    let mut attrs = Vec::new();
+    for a in s.attributes() {
+        let a = a.map_err(|_| XmlError::Malformed {
+            what: "bad attribute",
+            at,
+        })?;
+        attrs.push((a.key.as_ref().to_string(), decode(&a.value)));
+    }
+    Ok(Element {
+        name: s.name().as_ref().to_string(),
+        attrs,
+        children: Vec::new(),
+    })
+}
+
+/// A finished element becomes a child of the open one, or the root.
+fn close(e: Element, stack: &mut [Element], root: &mut Option<Element>) {
+    match stack.last_mut() {
+        Some(parent) => parent.children.push(Node::Element(e)),
+        None => *root = Some(e),
+    }
+}
+
+/// Text inside the open element (adjacent pieces merged); only whitespace may stand
+/// outside the root.
+fn text(stack: &mut [Element], t: &str, at: usize) -> Result<(), XmlError> {
+    let Some(open) = stack.last_mut() else {
+        if t.trim().is_empty() {
+            return Ok(());
+        }
+        return Err(XmlError::Malformed {
+            what: "text outside the root element",
+            at,
+        });
+    };
+    match open.children.last_mut() {
+        Some(Node::Text(prev)) => prev.push_str(t),
+        _ => open.children.push(Node::Text(t.to_string())),
+    }
     Ok(())
 }
 
-/// Append text to the open element, merging with a preceding text node.
-fn push_text(stack: &mut [Element], text: &str) {
-    let Some(top) = stack.last_mut() else { return };
-    if let Some(Node::Text(t)) = top.children.last_mut() {
-        t.push_str(text);
-    } else {
-        top.children.push(Node::Text(text.to_string()));
-    }
-}
-
-/// The length of a `<!…>` declaration, brackets of an internal subset included.
-fn skip_declaration(rest: &str) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut quote: Option<char> = None;
-    for (n, c) in rest.char_indices().skip(2) {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '"' | '\'') => quote = Some(c),
-            (None, '[') => depth += 1,
-            (None, ']') => depth = depth.saturating_sub(1),
-            (None, '>') if depth == 0 => return Some(n + 1),
-            _ => {}
+/// quick-xml's error as ours.
+fn quick_error(e: quick_xml::Error, at: usize) -> XmlError {
+    use quick_xml::errors::{Error, IllFormedError};
+    match e {
+        Error::IllFormed(IllFormedError::MismatchedEndTag { expected, found }) => {
+            XmlError::Mismatched {
+                open: expected,
+                found,
+                at,
+            }
         }
-    }
-    None
-}
-
-/// A start tag at the beginning of `rest`: the element, the tag's length, and whether
-/// it closes itself.
-fn start_tag(rest: &str) -> Option<(Element, usize, bool)> {
-    let b = rest.as_bytes();
-    let mut i = 1;
-    let name_end = rest[i..]
-        .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
-        .map(|n| i + n)?;
-    let name = &rest[i..name_end];
-    if name.is_empty() {
-        return None;
-    }
-    let mut el = Element {
-        name: name.to_string(),
-        ..Element::default()
-    };
-    i = name_end;
-    loop {
-        while i < b.len() && b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        match b.get(i)? {
-            b'>' => return Some((el, i + 1, false)),
-            b'/' => return (b.get(i + 1)? == &b'>').then_some((el, i + 2, true)),
-            _ => {}
-        }
-        let eq = rest[i..].find('=').map(|n| i + n)?;
-        let key = rest[i..eq].trim();
-        if key.is_empty() || key.contains(|c: char| c.is_whitespace() || c == '>') {
-            return None;
-        }
-        i = eq + 1;
-        while i < b.len() && b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        let q = *b.get(i)?;
-        if q != b'"' && q != b'\'' {
-            return None;
-        }
-        let close = rest[i + 1..].find(q as char).map(|n| i + 1 + n)?;
-        el.attrs
-            .push((key.to_string(), decode(&rest[i + 1..close])));
-        i = close + 1;
+        Error::IllFormed(IllFormedError::UnmatchedEndTag(_)) => XmlError::Malformed {
+            what: "closing tag without an open element",
+            at,
+        },
+        Error::Syntax(_) => XmlError::Malformed {
+            what: "syntax error",
+            at,
+        },
+        _ => XmlError::Malformed {
+            what: "ill-formed document",
+            at,
+        },
     }
 }
 

@@ -244,7 +244,7 @@ impl McpConfig {
         if text.trim().is_empty() {
             return Ok(McpConfig::default());
         }
-        let raw: RawFile = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
+        let raw: RawFile = yaml_serde::from_str(text).map_err(|e| e.to_string())?;
         let mut servers = IndexMap::new();
         for (id, s) in raw.servers {
             let server = s.build(&id)?;
