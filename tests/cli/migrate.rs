@@ -5,23 +5,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::harness::run_in;
 use crate::util::{canvas, events, shared_dir, trace};
 
 /// `canvas migrate ARGS` in `dir`: (exit code, stdout, stderr).
 fn migrate(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = canvas()
-        .current_dir(dir)
-        .arg("migrate")
-        .args(args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(!err.contains("panicked"), "{err}");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        err,
-    )
+    run_in(dir, &[&["migrate"], args].concat())
 }
 
 fn fixtures() -> Option<Vec<PathBuf>> {
