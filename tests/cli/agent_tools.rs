@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::canvases::{self, WITH_TOOLS};
 use crate::harness::CanvasCli;
 use crate::peer::{FakeServer, Reply, Seen};
-use crate::util::{streamed, trace};
+use crate::util::{reference_chunks, streamed, trace};
 
 /// A fake RAGFlow answering one chunk for dataset `handbook` (id `ds-1`).
 fn ragflow() -> FakeServer {
@@ -109,14 +109,7 @@ fn an_agent_calls_retrieval_code_and_sql_in_one_run() {
             .iter()
             .any(|s| s.path() == "/api/v1/retrieval")
     );
-    let end = evs
-        .iter()
-        .find(|e| e["event"] == "message_end")
-        .expect("message_end");
-    let chunks = end["data"]["reference"]["chunks"]
-        .as_object()
-        .expect("reference chunks");
-    let ck = chunks.values().next().unwrap();
+    let ck = reference_chunks(&evs).values().next().unwrap();
     assert_eq!(ck["id"], "ck-1");
     assert_eq!(ck["content"], "Refunds are paid within 14 days.");
     assert_eq!(ck["document_name"], "refunds.pdf");

@@ -239,6 +239,11 @@ impl Ran {
         })
     }
 
+    /// The test's directory (files the run wrote are there).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
     /// Another command line in the same directory and store (for `resume`, `show`...).
     pub fn fresh(&self) -> CanvasCli {
         CanvasCli::within(Rc::clone(&self.dir))

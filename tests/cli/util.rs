@@ -148,3 +148,17 @@ pub fn streamed(evs: &[Value]) -> String {
         .filter_map(|e| e["data"]["content"].as_str())
         .collect()
 }
+
+/// The first `message_end` event of a stream.
+pub fn message_end(evs: &[Value]) -> &Value {
+    evs.iter()
+        .find(|e| e["event"] == "message_end")
+        .expect("message_end")
+}
+
+/// `reference.chunks` of the first `message_end`.
+pub fn reference_chunks(evs: &[Value]) -> &serde_json::Map<String, Value> {
+    message_end(evs)["data"]["reference"]["chunks"]
+        .as_object()
+        .expect("reference chunks")
+}
