@@ -239,6 +239,11 @@ impl Ran {
         })
     }
 
+    /// The process output (the test's directory is removed).
+    pub fn into_output(self) -> Output {
+        self.output
+    }
+
     /// The test's directory (files the run wrote are there).
     pub fn dir(&self) -> &Path {
         self.dir.path()
