@@ -7,6 +7,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
+use crate::harness::CanvasCli;
 use crate::util::{TIMEOUT, canvases, events, final_content, stderr};
 
 /// The canvas files of `canvases/` (JSON or YAML, mock scripts left out), by file name.
@@ -46,12 +47,11 @@ fn every_example_passes_strict_validation() {
         files.len()
     );
     for name in &files {
-        let out = crate::util::canvas()
+        let out = CanvasCli::new()
             .args(["validate", "--strict", "--format", "json"])
             .arg(canvases().join(name))
-            .timeout(TIMEOUT)
-            .output()
-            .unwrap();
+            .run()
+            .into_output();
         let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!(
                 "{name}: validate --format json is not JSON ({e}): {}",
