@@ -3,12 +3,12 @@
 //! PostgreSQL that `.ci/run` starts; the final answer streams and the retrieved chunks
 //! are in `message_end.reference`.
 
-use std::path::Path;
-
 use serde_json::{Value, json};
 
+use crate::canvases::{self, WITH_TOOLS};
+use crate::harness::CanvasCli;
 use crate::peer::{FakeServer, Reply, Seen};
-use crate::util::{TIMEOUT, canvas, events, stderr, trace};
+use crate::util::{reference_chunks, streamed, trace};
 
 /// A fake RAGFlow answering one chunk for dataset `handbook` (id `ds-1`).
 fn ragflow() -> FakeServer {
@@ -57,54 +57,21 @@ fn postgres() -> Option<String> {
 }
 
 fn agent_canvas(tools: Value) -> Value {
-    json!({"components": {
-        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Agent:Analyst"], "upstream": []},
-        "Agent:Analyst": {"obj": {"component_name": "Agent", "params": {
-            "llm_id": "",
-            "sys_prompt": "You answer with the tools.",
-            "prompts": [{"role": "user", "content": "{sys.query}"}],
-            "max_rounds": 3,
-            "tools": tools,
-        }}, "downstream": ["Message:Out"], "upstream": ["begin"]},
-        "Message:Out": {"obj": {"component_name": "Message",
-            "params": {"content": ["{Agent:Analyst@content}"]}}, "downstream": [], "upstream": ["Agent:Analyst"]},
-    }})
-}
-
-fn write(dir: &Path, name: &str, v: &Value) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, v.to_string()).unwrap();
-    p.to_string_lossy().into_owned()
-}
-
-/// The text streamed by `message` events, think markers left out.
-fn streamed(evs: &[Value]) -> String {
-    evs.iter()
-        .filter(|e| e["event"] == "message")
-        .filter_map(|e| e["data"]["content"].as_str())
-        .collect()
+    canvases::agent_canvas("Agent:Analyst", WITH_TOOLS, tools)
 }
 
 #[test]
 fn an_agent_calls_retrieval_code_and_sql_in_one_run() {
     let Some(pg) = postgres() else { return };
-    let dir = tempfile::tempdir().unwrap();
     let server = ragflow();
-    let flow = write(
-        dir.path(),
-        "flow.json",
-        &agent_canvas(json!([
-            {"component_name": "Retrieval", "name": "Retrieval", "params": {"kb_ids": ["handbook"], "retrieval_from": "dataset"}},
-            {"component_name": "CodeExec", "name": "CodeExec", "params": {"lang": "python"}},
-            {"component_name": "ExeSQL", "name": "ExeSQL", "params": pg_params(&pg)},
-        ])),
-    );
+    let flow = agent_canvas(json!([
+        {"component_name": "Retrieval", "name": "Retrieval", "params": {"kb_ids": ["handbook"], "retrieval_from": "dataset"}},
+        {"component_name": "CodeExec", "name": "CodeExec", "params": {"lang": "python"}},
+        {"component_name": "ExeSQL", "name": "ExeSQL", "params": pg_params(&pg)},
+    ]));
     // Round 1 calls the three tools at once; round 2 answers from their results (the
     // rule matches only once the tool results are in the conversation).
-    let mock = write(
-        dir.path(),
-        "mock.json",
-        &json!({"rules": [
+    let mock = json!({"rules": [
         {"match": "(?s)Refunds are paid within 14 days.*\"product\": ?42.*\\| *answer *\\|", "on": "any",
          "answer": "Refunds take 14 days, and the answer is 42."},
         {"match": "refund", "tool_calls": [
@@ -112,27 +79,24 @@ fn an_agent_calls_retrieval_code_and_sql_in_one_run() {
             {"name": "execute_code_1", "arguments": {"lang": "python", "script": "def main():\n    return {\"product\": 6 * 7}\n"}},
             {"name": "execute_sql_2", "arguments": {"sql": "SELECT 41 + 1 AS answer"}},
         ]},
-    ], "default": "the tools gave nothing useful"}),
-    );
-    let out = canvas()
+    ], "default": "the tools gave nothing useful"});
+    let evs = CanvasCli::new()
+        .json("flow.json", &flow)
+        .mock_llm(&mock)
         .env("RAGFLOW_BASE_URL", server.url(""))
         .env("RAGFLOW_API_KEY", "rf-key")
         .args([
             "run",
-            &flow,
+            "flow.json",
             "-q",
             "what is our refund policy?",
             "--format",
             "jsonl",
             "--allow-private-network",
-            "--mock-llm",
-            &mock,
         ])
-        .timeout(TIMEOUT)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let evs = events(&out.stdout);
+        .run()
+        .code(0)
+        .events();
     assert_eq!(
         streamed(&evs),
         "Running the search_my_dateset_0 tool...Running the execute_code_1 tool...Running the execute_sql_2 tool...Refunds take 14 days, and the answer is 42.",
@@ -145,14 +109,7 @@ fn an_agent_calls_retrieval_code_and_sql_in_one_run() {
             .iter()
             .any(|s| s.path() == "/api/v1/retrieval")
     );
-    let end = evs
-        .iter()
-        .find(|e| e["event"] == "message_end")
-        .expect("message_end");
-    let chunks = end["data"]["reference"]["chunks"]
-        .as_object()
-        .expect("reference chunks");
-    let ck = chunks.values().next().unwrap();
+    let ck = reference_chunks(&evs).values().next().unwrap();
     assert_eq!(ck["id"], "ck-1");
     assert_eq!(ck["content"], "Refunds are paid within 14 days.");
     assert_eq!(ck["document_name"], "refunds.pdf");
@@ -167,39 +124,28 @@ fn an_agent_calls_retrieval_code_and_sql_in_one_run() {
 
 #[test]
 fn a_tool_error_goes_back_to_the_model_as_text() {
-    let dir = tempfile::tempdir().unwrap();
-    let flow = write(
-        dir.path(),
-        "flow.json",
-        &agent_canvas(json!([
-            {"component_name": "Retrieval", "name": "Retrieval", "params": {"kb_ids": [], "retrieval_from": "dataset"}},
-        ])),
-    );
-    let mock = write(
-        dir.path(),
-        "mock.json",
-        &json!({"rules": [
-            {"match": "No dataset is selected\\.", "on": "any", "answer": "I have no datasets to search."},
-            {"match": "refund", "tool_calls": [{"name": "search_my_dateset_0", "arguments": {"query": "refunds"}}]},
-        ]}),
-    );
-    let out = canvas()
+    let flow = agent_canvas(json!([
+        {"component_name": "Retrieval", "name": "Retrieval", "params": {"kb_ids": [], "retrieval_from": "dataset"}},
+    ]));
+    let mock = json!({"rules": [
+        {"match": "No dataset is selected\\.", "on": "any", "answer": "I have no datasets to search."},
+        {"match": "refund", "tool_calls": [{"name": "search_my_dateset_0", "arguments": {"query": "refunds"}}]},
+    ]});
+    let evs = CanvasCli::new()
+        .json("flow.json", &flow)
+        .mock_llm(&mock)
         .env_remove("RAGFLOW_BASE_URL")
         .args([
             "run",
-            &flow,
+            "flow.json",
             "-q",
             "refund policy?",
             "--format",
             "jsonl",
-            "--mock-llm",
-            &mock,
         ])
-        .timeout(TIMEOUT)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let evs = events(&out.stdout);
+        .run()
+        .code(0)
+        .events();
     assert!(
         streamed(&evs).ends_with("I have no datasets to search."),
         "{}",
@@ -211,42 +157,30 @@ fn a_tool_error_goes_back_to_the_model_as_text() {
 
 #[test]
 fn files_a_code_tool_writes_are_linked_after_the_answer() {
-    let dir = tempfile::tempdir().unwrap();
-    let out_dir = dir.path().join("out");
-    let flow = write(
-        dir.path(),
-        "flow.json",
-        &agent_canvas(json!([
-            {"component_name": "CodeExec", "name": "CodeExec", "params": {"lang": "python"}},
-        ])),
-    );
+    let flow = agent_canvas(json!([
+        {"component_name": "CodeExec", "name": "CodeExec", "params": {"lang": "python"}},
+    ]));
     let script = "import os\ndef main():\n    os.makedirs('artifacts', exist_ok=True)\n    open('artifacts/chart.svg', 'w').write('<svg xmlns=\\'http://www.w3.org/2000/svg\\'/>')\n    open('artifacts/data.csv', 'w').write('a,b\\n1,2\\n')\n    return {'files': 2}\n";
-    let mock = write(
-        dir.path(),
-        "mock.json",
-        &json!({"rules": [
-            {"match": "\"files\": ?2", "on": "any", "answer": "Here is the chart."},
-            {"match": "chart", "tool_calls": [{"name": "execute_code_0", "arguments": {"lang": "python", "script": script}}]},
-        ]}),
-    );
-    let out = canvas()
+    let mock = json!({"rules": [
+        {"match": "\"files\": ?2", "on": "any", "answer": "Here is the chart."},
+        {"match": "chart", "tool_calls": [{"name": "execute_code_0", "arguments": {"lang": "python", "script": script}}]},
+    ]});
+    let cli = CanvasCli::new().json("flow.json", &flow).mock_llm(&mock);
+    let out_dir = cli.path("out");
+    let ran = cli
         .args([
             "run",
-            &flow,
+            "flow.json",
             "-q",
             "draw a chart",
             "--format",
             "jsonl",
-            "--mock-llm",
-            &mock,
-            "--output-dir",
-            out_dir.to_str().unwrap(),
         ])
-        .timeout(TIMEOUT)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text = streamed(&events(&out.stdout));
+        .arg("--output-dir")
+        .arg(&out_dir)
+        .run()
+        .code(0);
+    let text = streamed(&ran.events());
     let (answer, links) = text
         .split_once("Here is the chart.")
         .unwrap_or_else(|| panic!("{text}"));

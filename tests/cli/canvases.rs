@@ -127,3 +127,36 @@ pub const FORM: &str = r#"{"components": {
       "tips": "You asked '{sys.query}'. Name?", "inputs": {"name": {"name": "Name", "type": "line", "optional": false},
       "note": {"name": "Note", "type": "line", "optional": true}}}}, "downstream": ["Message:Hi"]},
   "Message:Hi": {"obj": {"component_name": "Message", "params": {"content": ["Hi {UserFillUp:Ask@name} ({sys.query}, turn {sys.conversation_turns})"]}}, "downstream": []}}}"#;
+
+/// The system prompt of [`agent_canvas`]'s tool-using Agents.
+pub const WITH_TOOLS: &str = "You answer with the tools.";
+
+/// `begin → <id> → Message:Out`: `<id>` is an Agent asked `{sys.query}` with
+/// `sys_prompt`, at most 3 rounds and `tools`; Message:Out shows its content.
+/// Used by the CLI tests only.
+pub fn agent_canvas(id: &str, sys_prompt: &str, tools: Value) -> Value {
+    json!({"components": {
+        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": [id], "upstream": []},
+        id: {"obj": {"component_name": "Agent", "params": {
+            "llm_id": "",
+            "sys_prompt": sys_prompt,
+            "prompts": [{"role": "user", "content": "{sys.query}"}],
+            "max_rounds": 3,
+            "tools": tools,
+        }}, "downstream": ["Message:Out"], "upstream": ["begin"]},
+        "Message:Out": {"obj": {"component_name": "Message",
+            "params": {"content": [format!("{{{id}@content}}")]}}, "downstream": [], "upstream": [id]},
+    }})
+}
+
+/// `begin → <id> → Message:Out`: `<id>` is a `class` node with `params`; Message:Out
+/// shows its `output`. Used by the CLI tests only.
+pub fn node_canvas(class: &str, id: &str, params: Value, output: &str) -> Value {
+    json!({"components": {
+        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": [id], "upstream": []},
+        id: {"obj": {"component_name": class, "params": params},
+            "downstream": ["Message:Out"], "upstream": ["begin"]},
+        "Message:Out": {"obj": {"component_name": "Message",
+            "params": {"content": [format!("{{{id}@{output}}}")]}}, "downstream": [], "upstream": [id]},
+    }})
+}

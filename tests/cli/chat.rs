@@ -4,7 +4,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::util::{TIMEOUT, canvas, events, runs};
+use crate::harness::CanvasCli;
+use crate::util::{events, runs};
 
 /// Echoes the turn number and the query. A streamed Message drops the whitespace
 /// around references: turn 1 of "hello" renders `turn1:hello`.
@@ -21,16 +22,15 @@ const ECHO: &str = r#"{"components": {
 
 /// `canvas chat FLOW --store STORE ARGS…` with `input` on stdin.
 fn chat(flow: &Path, store: &Path, args: &[&str], input: &str) -> std::process::Output {
-    canvas()
+    CanvasCli::new()
         .arg("chat")
         .arg(flow)
         .arg("--store")
         .arg(store)
         .args(args)
-        .write_stdin(input)
-        .timeout(TIMEOUT)
-        .output()
-        .unwrap()
+        .stdin(input)
+        .run()
+        .into_output()
 }
 
 #[test]

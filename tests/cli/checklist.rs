@@ -12,8 +12,9 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
+use crate::harness::CanvasCli;
 use crate::peer::{FakeServer, Reply};
-use crate::util::{TIMEOUT, canvas, events, expect_code, final_content, show, trace};
+use crate::util::{events, expect_code, final_content, show, trace};
 
 // ---------------------------------------------------------------------------------
 // Running canvases.
@@ -43,13 +44,12 @@ impl Case {
 
     /// `canvas ARGS --format jsonl --store STORE`.
     fn canvas(&self, args: &[&str]) -> Output {
-        canvas()
+        CanvasCli::new()
             .args(args)
             .args(["--format", "jsonl", "--non-interactive", "--store"])
             .arg(self.store())
-            .timeout(TIMEOUT)
-            .output()
-            .unwrap_or_else(|e| panic!("canvas {args:?}: {e}"))
+            .run()
+            .into_output()
     }
 
     /// `canvas run CANVAS ARGS` with `dsl` written as `flow.json`.

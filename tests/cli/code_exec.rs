@@ -3,18 +3,17 @@
 
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::Output;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
+use crate::harness::{CanvasCli, Ran};
 use crate::peer::{FakeServer, Reply};
-use crate::util::{TIMEOUT, canvas, events, expect_code};
 
 /// begin (input `x`) → CodeExec:Run (`params`) → Message:Out.
-fn flow(dir: &Path, params: Value) -> std::path::PathBuf {
-    let dsl = json!({"components": {
+fn flow(params: Value) -> Value {
+    json!({"components": {
         "begin": {"obj": {"component_name": "Begin", "params": {
             "mode": "task",
             "inputs": {"x": {"name": "x", "type": "integer", "optional": true}}
@@ -24,10 +23,7 @@ fn flow(dir: &Path, params: Value) -> std::path::PathBuf {
         "Message:Out": {"obj": {"component_name": "Message", "params": {
             "content": ["result={CodeExec:Run@result} error={CodeExec:Run@_ERROR}"]
         }}, "downstream": [], "upstream": ["CodeExec:Run"]}
-    }});
-    let f = dir.join("flow.json");
-    std::fs::write(&f, dsl.to_string()).unwrap();
-    f
+    }})
 }
 
 /// Python code with `x` from Begin, one business output `result` of type `ty`.
@@ -40,33 +36,30 @@ fn python(script: &str, ty: &str) -> Value {
     })
 }
 
-/// Run the flow with `x` and extra environment; the output and CodeExec's
+/// Run the flow with `x` and extra environment; the run and CodeExec's
 /// `node_finished` data.
-fn run(params: Value, x: &str, env: &[(&str, &str)], extra: &[&str]) -> (Output, Value) {
-    let dir = tempfile::tempdir().unwrap();
-    let f = flow(dir.path(), params);
-    let mut cmd = canvas();
-    cmd.args(["run", "--format", "jsonl", "-i", &format!("x={x}")])
+fn run(params: Value, x: &str, env: &[(&str, &str)], extra: &[&str]) -> (Ran, Value) {
+    let cli = CanvasCli::new().json("flow.json", &flow(params));
+    let flow = cli.path("flow.json");
+    let ran = cli
+        .args(["run", "--format", "jsonl", "-i", &format!("x={x}")])
         .args(extra)
-        .arg(&f)
-        .timeout(TIMEOUT);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let evs = events(&out.stdout);
+        .arg(&flow)
+        .envs(env.iter().copied())
+        .run();
+    let evs = ran.events();
     let finished = evs
         .iter()
         .find(|e| e["event"] == "node_finished" && e["data"]["component_id"] == "CodeExec:Run")
         .unwrap_or_else(|| {
             panic!(
                 "no node_finished for CodeExec:Run\nstdout: {}\nstderr: {}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
+                ran.stdout(),
+                ran.stderr()
             )
         })["data"]
         .clone();
-    (out, finished)
+    (ran, finished)
 }
 
 fn error(finished: &Value) -> String {
@@ -89,7 +82,7 @@ fn python_result_from_a_begin_input() {
         &[],
         &[],
     );
-    expect_code(&out, 0, "run");
+    let out = out.code(0);
     let o = &f["outputs"];
     assert_eq!(o["result"], json!({"doubled": 42, "kind": "int"}));
     assert_eq!(o["raw_result"], o["result"]);
@@ -103,7 +96,7 @@ fn python_result_from_a_begin_input() {
     );
     assert_eq!(f["inputs"]["lang"], "python");
     // Downstream nodes read the business output.
-    let evs = events(&out.stdout);
+    let evs = out.events();
     let answer = evs.last().unwrap()["data"]["outputs"]["content"]
         .as_str()
         .unwrap()
@@ -127,7 +120,7 @@ fn javascript_result() {
         &[],
         &[],
     );
-    expect_code(&out, 0, "run");
+    out.code(0);
     assert_eq!(f["outputs"]["result"], json!([42, "number", true]));
     assert_eq!(f["outputs"]["actual_type"], "Array<Any>");
     assert_eq!(f["inputs"]["lang"], "javascript");
@@ -169,7 +162,7 @@ fn an_exception_leaves_the_traceback() {
         e.contains("line 3, in main"),
         "user line numbers are kept: {e}"
     );
-    assert_ne!(out.status.code(), Some(0));
+    assert_ne!(out.exit_code(), Some(0));
 }
 
 #[test]
@@ -182,12 +175,9 @@ fn artifacts_are_kept_and_linked() {
         &[],
         &["--output-dir", store.path().to_str().unwrap()],
     );
-    expect_code(&out, 0, "run");
+    let out = out.code(0);
     let o = &f["outputs"];
-    let run_id = events(&out.stdout)[0]["task_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let run_id = out.events()[0]["task_id"].as_str().unwrap().to_string();
     let arts = o["_ARTIFACTS"].as_array().expect("artifacts");
     assert_eq!(arts.len(), 1);
     assert_eq!(arts[0]["name"], "out.csv");
@@ -309,7 +299,7 @@ fn a_self_managed_executor_runs_the_code() {
             store.path().to_str().unwrap(),
         ],
     );
-    expect_code(&out, 0, "run");
+    out.code(0);
     let seen = server.seen();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].method(), "POST");
@@ -340,16 +330,21 @@ fn a_self_managed_executor_runs_the_code() {
 
 #[test]
 fn executor_failures_are_reported() {
+    // CodeExec's error when the executor at `server` answers.
+    let error_from = |server: &FakeServer| {
+        let url = server.url("");
+        let (_, f) = run(
+            python("def main(x):\n    return x", "Any"),
+            "1",
+            &[("SANDBOX_EXECUTOR_MANAGER_URL", url.as_str())],
+            &["--allow-private-network"],
+        );
+        error(&f)
+    };
     let server = FakeServer::start(vec![Reply::text(500, "text/plain", "pool exhausted")]);
     let url = server.url("");
-    let (_, f) = run(
-        python("def main(x):\n    return x", "Any"),
-        "1",
-        &[("SANDBOX_EXECUTOR_MANAGER_URL", url.as_str())],
-        &["--allow-private-network"],
-    );
     assert_eq!(
-        error(&f),
+        error_from(&server),
         format!("the sandbox executor at {url}/run answered HTTP 500: pool exhausted")
     );
     // A failed program: the executor's stderr is the error (RAGFlow's contract).
@@ -358,12 +353,5 @@ fn executor_failures_are_reported() {
         json!({"status": "resource_limit_exceeded", "stdout": "", "stderr": "Execution timeout",
                "exit_code": -124, "result": null, "artifacts": []}),
     )]);
-    let url = server.url("");
-    let (_, f) = run(
-        python("def main(x):\n    return x", "Any"),
-        "1",
-        &[("SANDBOX_EXECUTOR_MANAGER_URL", url.as_str())],
-        &["--allow-private-network"],
-    );
-    assert_eq!(error(&f), "Execution timeout");
+    assert_eq!(error_from(&server), "Execution timeout");
 }

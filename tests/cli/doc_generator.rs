@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::util::{TIMEOUT, canvas, events, stderr, trace};
+use crate::harness::CanvasCli;
+use crate::util::trace;
 
 fn flow(doc_params: Value, message: &str) -> Value {
     let mut params = json!({"content": "{Agent:Writer@content}"});
@@ -30,13 +31,7 @@ fn flow(doc_params: Value, message: &str) -> Value {
     }})
 }
 
-fn write(dir: &Path, name: &str, v: &Value) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, v.to_string()).unwrap();
-    p.to_string_lossy().into_owned()
-}
-
-/// Run the canvas with the model answering `answer`; returns the events.
+/// Run the canvas in `dir` with the model answering `answer`; returns the events.
 fn run(
     dir: &Path,
     doc_params: Value,
@@ -44,25 +39,19 @@ fn run(
     answer: &str,
     out_dir: Option<&Path>,
 ) -> Vec<Value> {
-    let flow = write(dir, "flow.json", &flow(doc_params, message));
-    let mock = write(dir, "mock.json", &json!({"rules": [], "default": answer}));
-    let mut cmd = canvas();
-    cmd.current_dir(dir).args([
-        "run",
-        &flow,
-        "-q",
-        "write the report",
-        "--format",
-        "jsonl",
-        "--mock-llm",
-        &mock,
-    ]);
+    let mut cli = CanvasCli::new()
+        .json("flow.json", &flow(doc_params, message))
+        .mock_llm(&json!({"rules": [], "default": answer}))
+        .current_dir(dir);
+    let flow = cli.path("flow.json");
+    cli = cli
+        .arg("run")
+        .arg(flow)
+        .args(["-q", "write the report", "--format", "jsonl"]);
     if let Some(o) = out_dir {
-        cmd.arg("--output-dir").arg(o);
+        cli = cli.arg("--output-dir").arg(o);
     }
-    let out = cmd.timeout(TIMEOUT).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    events(&out.stdout)
+    cli.run().code(0).events()
 }
 
 fn downloads(evs: &[Value]) -> Vec<Value> {

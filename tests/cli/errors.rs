@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use crate::harness::CanvasCli;
 use crate::util::canvas;
 
 /// Run `canvas run FILE` and return (exit code, stderr).
@@ -14,12 +15,11 @@ fn run_file(name: &str, text: &str) -> (Option<i32>, String) {
 }
 
 fn run_path(f: &Path) -> (Option<i32>, String) {
-    let out = canvas()
+    let ran = CanvasCli::new()
         .args(["run", "--format", "jsonl"])
         .arg(f)
-        .output()
-        .unwrap();
-    (out.status.code(), String::from_utf8(out.stderr).unwrap())
+        .run();
+    (ran.exit_code(), ran.stderr())
 }
 
 fn assert_one_line(stderr: &str, needles: &[&str]) {

@@ -7,6 +7,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
+use crate::harness::CanvasCli;
 use crate::util::{TIMEOUT, canvases, events, final_content, stderr};
 
 /// The canvas files of `canvases/` (JSON or YAML, mock scripts left out), by file name.
@@ -46,12 +47,11 @@ fn every_example_passes_strict_validation() {
         files.len()
     );
     for name in &files {
-        let out = crate::util::canvas()
+        let out = CanvasCli::new()
             .args(["validate", "--strict", "--format", "json"])
             .arg(canvases().join(name))
-            .timeout(TIMEOUT)
-            .output()
-            .unwrap();
+            .run()
+            .into_output();
         let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!(
                 "{name}: validate --format json is not JSON ({e}): {}",
@@ -288,44 +288,74 @@ fn the_readme_commands_run_and_do_what_it_says() {
         }
     }
 
-    // hello.json: `hello` takes the Switch case, anything else the else branch (which
-    // echoes the query; a streamed Message drops the spaces around a reference).
-    let r = find(&ran, "hello.json", "\"hello\"");
-    assert_eq!(r.content(), "Hello to you too! This is turn #1.");
-    let r = find(&ran, "hello.json", "what time");
-    assert_eq!(r.content(), "You said \"what time is it?\".");
+    // What the commands answered: (canvas, a word of the command line, the content).
+    let answers = [
+        // hello.json: `hello` takes the Switch case, anything else the else branch (which
+        // echoes the query; a streamed Message drops the spaces around a reference).
+        (
+            "hello.json",
+            "\"hello\"",
+            "Hello to you too! This is turn #1.",
+        ),
+        ("hello.json", "what time", "You said \"what time is it?\"."),
+        // router.yaml: one branch per case, in case order; the else branch last.
+        (
+            "router.yaml",
+            "priority=urgent",
+            "URGENT: paging the on-call engineer about \"checkout page is down\".",
+        ),
+        (
+            "router.yaml",
+            "affected=250",
+            "Incident opened: \"export is slow\" affects 250 customers. Status page updated.",
+        ),
+        (
+            "router.yaml",
+            "invoice",
+            "Sent to the billing team: \"Wrong VAT on my invoice\". They answer within one working day.",
+        ),
+        (
+            "router.yaml",
+            "avatar",
+            "Queued with low priority: \"how do I change my avatar?\". We answer within three working days.",
+        ),
+        // word-stats.yaml: three words shouted by the Iteration; the Loop stops at n ≥ 3.
+        (
+            "word-stats.yaml",
+            "red,green,blue",
+            "words: [\"RED!\", \"GREEN!\", \"BLUE!\"] (loop ran 3 times)",
+        ),
+        // booking.yaml: the resume answers the four fields (checked below); 4 guests is
+        // not more than 8, so the confirmation, with the terrace branch.
+        (
+            "booking.yaml",
+            "canvas resume ",
+            "Booked: a table for 4 at 20:00, under the name Ada, on the terrace. See you soon!",
+        ),
+        // Every field given up front: the form is answered in the same command; 12 > 8.
+        (
+            "booking.yaml",
+            "name=Bo",
+            "Thank you, Bo! For 12 guests we set a menu with you: please call us on +1 555 0100.",
+        ),
+        // support.yaml: the mock classifies "broken" as a complaint (the apology, its
+        // <think> part kept as text in the final content) and "how" as a product question.
+        (
+            "support.yaml",
+            "broken",
+            "The customer is upset.I am sorry about that. A replacement is on its way.",
+        ),
+        (
+            "support.yaml",
+            "reset",
+            "See the manual: https://example.com/docs (product)",
+        ),
+    ];
+    for (file, needle, want) in answers {
+        assert_eq!(find(&ran, file, needle).content(), want, "{file}: {needle}");
+    }
 
-    // router.yaml: one branch per case, in case order; the else branch last.
-    let r = find(&ran, "router.yaml", "priority=urgent");
-    assert_eq!(
-        r.content(),
-        "URGENT: paging the on-call engineer about \"checkout page is down\"."
-    );
-    let r = find(&ran, "router.yaml", "affected=250");
-    assert_eq!(
-        r.content(),
-        "Incident opened: \"export is slow\" affects 250 customers. Status page updated."
-    );
-    let r = find(&ran, "router.yaml", "invoice");
-    assert_eq!(
-        r.content(),
-        "Sent to the billing team: \"Wrong VAT on my invoice\". They answer within one working day."
-    );
-    let r = find(&ran, "router.yaml", "avatar");
-    assert_eq!(
-        r.content(),
-        "Queued with low priority: \"how do I change my avatar?\". We answer within three working days."
-    );
-
-    // word-stats.yaml: three words shouted by the Iteration; the Loop stops at n ≥ 3.
-    let r = find(&ran, "word-stats.yaml", "red,green,blue");
-    assert_eq!(
-        r.content(),
-        "words: [\"RED!\", \"GREEN!\", \"BLUE!\"] (loop ran 3 times)"
-    );
-
-    // booking.yaml: the run waits for the four fields, the resume answers them; 4
-    // guests is not more than 8, so the confirmation, with the terrace branch.
+    // booking.yaml: the run waits for the four fields.
     let r = find(&ran, "booking.yaml", "# exit 3");
     let evs = events(&r.out.stdout);
     let asked = &evs.last().unwrap()["data"]["inputs"];
@@ -335,30 +365,6 @@ fn the_readme_commands_run_and_do_what_it_says() {
         .unwrap_or_default();
     keys.sort_unstable();
     assert_eq!(keys, ["guests", "name", "terrace", "time"], "{asked}");
-    let r = find(&ran, "booking.yaml", "canvas resume ");
-    assert_eq!(
-        r.content(),
-        "Booked: a table for 4 at 20:00, under the name Ada, on the terrace. See you soon!"
-    );
-    // Every field given up front: the form is answered in the same command; 12 > 8.
-    let r = find(&ran, "booking.yaml", "name=Bo");
-    assert_eq!(
-        r.content(),
-        "Thank you, Bo! For 12 guests we set a menu with you: please call us on +1 555 0100."
-    );
-
-    // support.yaml: the mock classifies "broken" as a complaint (the apology, its
-    // <think> part kept as text in the final content) and "how" as a product question.
-    let r = find(&ran, "support.yaml", "broken");
-    assert_eq!(
-        r.content(),
-        "The customer is upset.I am sorry about that. A replacement is on its way."
-    );
-    let r = find(&ran, "support.yaml", "reset");
-    assert_eq!(
-        r.content(),
-        "See the manual: https://example.com/docs (product)"
-    );
 
     // analyst.yaml: the script in analyst.mock.yaml sums 120+95+143+170+88+132 = 748,
     // averages 748/6 = 124.67 and finds April (170) best; the mock says so only when the

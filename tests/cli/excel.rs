@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::util::{TIMEOUT, canvas, events, stderr};
+use crate::harness::CanvasCli;
 
 /// Begin (one `object` input `x`) → ExcelProcessor with `params` → Message.
 fn flow(dir: &Path, params: Value, begin_type: &str) -> String {
@@ -21,21 +21,13 @@ fn flow(dir: &Path, params: Value, begin_type: &str) -> String {
 
 /// Run and return the ExcelProcessor's outputs.
 fn outputs(flow: &str, inputs: &[String], out_dir: &Path) -> Value {
-    let mut c = canvas();
-    c.args([
-        "run",
-        flow,
-        "--format",
-        "jsonl",
-        "--output-dir",
-        out_dir.to_str().unwrap(),
-    ]);
+    let mut c = CanvasCli::new()
+        .args(["run", flow, "--format", "jsonl", "--output-dir"])
+        .arg(out_dir);
     for i in inputs {
-        c.args(["-i", i]);
+        c = c.args(["-i", i]);
     }
-    let out = c.timeout(TIMEOUT).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let evs = events(&out.stdout);
+    let evs = c.run().code(0).events();
     evs.iter()
         .find(|e| e["event"] == "node_finished" && e["data"]["component_id"] == "ExcelProcessor:X")
         .map(|e| e["data"]["outputs"].clone())

@@ -10,11 +10,10 @@
 //! in a float column.
 
 use std::path::Path;
-use std::process::Output;
 
 use serde_json::{Value, json};
 
-use crate::util::{TIMEOUT, canvas, events, stderr};
+use crate::harness::{CanvasCli, Ran};
 
 const REFUSAL_START: &str =
     "For security reasons, INSERT, UPDATE, and DELETE statements are not supported.";
@@ -31,34 +30,29 @@ fn canvas_json(params: Value) -> Value {
     }})
 }
 
-/// Run the canvas with `sql` as the query; the process output.
-fn run(params: Value, sql: &str, flags: &[&str]) -> Output {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("exesql.json");
-    std::fs::write(&file, canvas_json(params).to_string()).unwrap();
-    canvas()
-        .arg("run")
-        .arg(&file)
+/// Run the canvas with `sql` as the query.
+fn run(params: Value, sql: &str, flags: &[&str]) -> Ran {
+    let cli = CanvasCli::new().json("exesql.json", &canvas_json(params));
+    let file = cli.path("exesql.json");
+    cli.arg("run")
+        .arg(file)
         .args(["--format", "jsonl", "-q", sql])
         .args(flags)
-        .timeout(TIMEOUT)
-        .output()
-        .unwrap()
+        .run()
 }
 
 /// ExeSQL's `node_finished` data.
-fn finished(out: &Output) -> Value {
-    events(&out.stdout)
+fn finished(out: &Ran) -> Value {
+    out.events()
         .into_iter()
         .find(|e| e["event"] == "node_finished" && e["data"]["component_id"] == "ExeSQL:Q")
         .map(|e| e["data"].clone())
-        .unwrap_or_else(|| panic!("no node_finished for ExeSQL:Q\nstderr: {}", stderr(out)))
+        .unwrap_or_else(|| panic!("no node_finished for ExeSQL:Q\nstderr: {}", out.stderr()))
 }
 
 /// Run and return ExeSQL's (`json`, `formalized_content`), requiring success.
 fn outputs(params: Value, sql: &str, flags: &[&str]) -> (Value, String) {
-    let out = run(params, sql, flags);
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let out = run(params, sql, flags).code(0);
     let data = finished(&out);
     assert_eq!(data["error"], Value::Null, "{data}");
     let o = &data["outputs"];
@@ -215,7 +209,7 @@ fn sqlite_check_and_empty_sql_errors() {
     let db = sqlite_db(dir.path());
     // An empty query: the `{sys.query}` default is empty.
     let out = run(sqlite_params(&db), "", &[]);
-    assert_ne!(out.status.code(), Some(0));
+    assert_ne!(out.exit_code(), Some(0));
     assert_eq!(
         finished(&out)["error"],
         "SQL for `ExeSQL` MUST not be empty."
@@ -226,12 +220,12 @@ fn sqlite_check_and_empty_sql_errors() {
         "SELECT 1",
         &[],
     );
-    assert_ne!(out.status.code(), Some(0));
+    assert_ne!(out.exit_code(), Some(0));
     assert!(
-        stderr(&out)
+        out.stderr()
             .contains("For the security reason, it does not support database named rag_flow."),
         "{}",
-        stderr(&out)
+        out.stderr()
     );
 }
 
@@ -390,7 +384,7 @@ fn expect_statements(params: &Value, t: &str, count: impl Fn() -> i64) {
 /// Without `--allow-private-network` the loopback host is refused before connecting.
 fn expect_private_refusal(params: &Value) {
     let out = run(params.clone(), "SELECT 1", &[]);
-    assert_ne!(out.status.code(), Some(0));
+    assert_ne!(out.exit_code(), Some(0));
     let err = finished(&out)["error"]
         .as_str()
         .unwrap_or_default()

@@ -2,6 +2,7 @@
 
 use std::process::Output;
 
+use crate::harness::CanvasCli;
 use crate::util::{TIMEOUT, canvas, expect_code, stderr};
 
 /// Begin → Switch (two cases and an else) → three Messages.
@@ -22,15 +23,12 @@ const SWITCH: &str = r#"{"components": {
 
 /// `canvas graph ARGS...` in `dir`.
 fn graph(dir: &std::path::Path, args: &[&str]) -> Output {
-    let out = canvas()
+    CanvasCli::new()
         .current_dir(dir)
         .arg("graph")
         .args(args)
-        .timeout(TIMEOUT)
-        .output()
-        .unwrap_or_else(|e| panic!("canvas graph {args:?}: {e}"));
-    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
-    out
+        .run()
+        .into_output()
 }
 
 /// A temp dir holding the Switch canvas as `f.json`.

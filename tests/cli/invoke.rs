@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
 use serde_json::{Value, json};
 
+use crate::harness::CanvasCli;
 use crate::peer::{FakeServer, Reply};
-use crate::util::{TIMEOUT, canvas, events, final_content};
+use crate::util::final_content;
 
 const ALLOW: &str = "--allow-private-network";
 
@@ -44,10 +44,8 @@ fn flow(params: Value) -> Value {
 }
 
 /// `canvas` with no allowance inherited from the test's environment.
-fn bare() -> Command {
-    let mut c = canvas();
-    c.env_remove("CANVAS_ALLOW_PRIVATE").timeout(TIMEOUT);
-    c
+fn bare() -> CanvasCli {
+    CanvasCli::new().env_remove("CANVAS_ALLOW_PRIVATE")
 }
 
 /// What one run gave.
@@ -86,23 +84,20 @@ impl Run {
     }
 }
 
-/// Run `dsl` with `args` (`--format jsonl` added) through `cmd`.
-fn run_with(mut cmd: Command, dsl: &Value, args: &[&str]) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("invoke.json");
-    std::fs::write(&f, serde_json::to_string_pretty(dsl).unwrap()).unwrap();
-    let out = cmd
+/// Run `dsl` with `args` (`--format jsonl` added) through `cli`.
+fn run_with(cli: CanvasCli, dsl: &Value, args: &[&str]) -> Run {
+    let text = serde_json::to_string_pretty(dsl).expect("a canvas prints as JSON");
+    let cli = cli.file("invoke.json", text);
+    let f = cli.path("invoke.json");
+    let ran = cli
         .args(["run", "--format", "jsonl"])
         .args(args)
         .arg(&f)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!stderr.contains("panicked"), "{stderr}");
+        .run();
     Run {
-        code: out.status.code(),
-        events: events(&out.stdout),
-        stderr,
+        code: ran.exit_code(),
+        events: ran.events(),
+        stderr: ran.stderr(),
     }
 }
 
@@ -399,15 +394,7 @@ fn metadata_address_is_refused_without_the_allowance() {
     // here); whatever happens, it is not the refusal.
     for allow in [
         run(&dsl, &[ALLOW, "-q", "x"]),
-        run_with(
-            {
-                let mut c = bare();
-                c.env("CANVAS_ALLOW_PRIVATE", "1");
-                c
-            },
-            &dsl,
-            &["-q", "x"],
-        ),
+        run_with(bare().env("CANVAS_ALLOW_PRIVATE", "1"), &dsl, &["-q", "x"]),
     ] {
         let err = allow.invoke_error();
         assert!(!err.contains("URL not valid"), "{err}");
@@ -439,9 +426,7 @@ fn loopback_names_are_refused_without_the_allowance() {
     assert_eq!(server.seen()[0].path(), "/admin");
 
     // So does the environment variable.
-    let mut cmd = bare();
-    cmd.env("CANVAS_ALLOW_PRIVATE", "1");
-    let r = run_with(cmd, &dsl, &["-q", "x"]);
+    let r = run_with(bare().env("CANVAS_ALLOW_PRIVATE", "1"), &dsl, &["-q", "x"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(r.answer(), "local secret");
     assert_eq!(server.seen().len(), 2);
@@ -482,24 +467,22 @@ fn a_streamed_model_answer_is_drained_into_the_request() {
             "variables": [{"key": "answer", "ref": "LLM:G@content"}]
         }}, "downstream": []}
     }});
-    let dir = tempfile::tempdir().unwrap();
-    let mock = dir.path().join("mock.json");
-    std::fs::write(&mock, r#"{"default": "echo"}"#).unwrap();
-    let mut cmd = bare();
-    cmd.arg("run").arg("--mock-llm").arg(&mock);
-    let f = dir.path().join("flow.json");
-    std::fs::write(&f, dsl.to_string()).unwrap();
-    let out = cmd
+    let cli = bare()
+        .file("mock.json", r#"{"default": "echo"}"#)
+        .json("flow.json", &dsl);
+    let (mock, f) = (cli.path("mock.json"), cli.path("flow.json"));
+    let ran = cli
+        .arg("run")
+        .arg("--mock-llm")
+        .arg(&mock)
         .args(["--format", "jsonl", ALLOW, "-q", "plan my day"])
         .arg(&f)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+        .run()
+        .code(0);
     let seen = server.seen();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].json(), json!({"answer": "ECHO: plan my day"}));
-    let evs = events(&out.stdout);
+    let evs = ran.events();
     let fin = evs
         .iter()
         .find(|e| e["event"] == "node_finished" && e["data"]["component_id"] == "Invoke:I")

@@ -208,8 +208,8 @@ fn run(
         .arg("--store")
         .arg(dir.path().join("canvas.db"))
         .arg(&flow)
-        .output()
-        .unwrap();
+        .run()
+        .into_output();
     let took = start.elapsed();
     let requests = server.as_ref().map_or(0, |s| s.seen().len());
     if let Some(s) = &server {

@@ -16,6 +16,7 @@ mod exe_sql;
 mod fixtures;
 mod generated;
 mod graph;
+mod harness;
 mod inspect;
 mod invoke;
 mod llm_failures;

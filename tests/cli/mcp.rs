@@ -3,12 +3,11 @@
 //! server started by the test on 127.0.0.1), and the model's tool call reaches it.
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::util::{TIMEOUT, canvas, events, stderr};
+use crate::harness::{CanvasCli, Ran};
 
 fn fake_server() -> String {
     format!(
@@ -41,17 +40,16 @@ fn mock() -> Value {
     ], "default": "no"})
 }
 
-fn run(dir: &Path, config: &str, extra: &[&str]) -> std::process::Output {
-    run_mock(dir, config, &mock(), extra)
+fn run(config: &str, extra: &[&str]) -> Ran {
+    run_mock(config, &mock(), extra)
 }
 
 /// [`run`] with another mock script.
-fn run_mock(dir: &Path, config: &str, mock: &Value, extra: &[&str]) -> std::process::Output {
-    std::fs::write(dir.join("flow.json"), agent_canvas().to_string()).unwrap();
-    std::fs::write(dir.join("mock.json"), mock.to_string()).unwrap();
-    std::fs::write(dir.join("mcp.yaml"), config).unwrap();
-    let mut c = canvas();
-    c.current_dir(dir)
+fn run_mock(config: &str, mock: &Value, extra: &[&str]) -> Ran {
+    CanvasCli::new()
+        .json("flow.json", &agent_canvas())
+        .file("mcp.yaml", config)
+        .mock_llm(mock)
         .args([
             "run",
             "flow.json",
@@ -59,14 +57,11 @@ fn run_mock(dir: &Path, config: &str, mock: &Value, extra: &[&str]) -> std::proc
             "please add 2 and 3",
             "--format",
             "jsonl",
-            "--mock-llm",
-            "mock.json",
             "--mcp-config",
             "mcp.yaml",
         ])
         .args(extra)
-        .timeout(TIMEOUT);
-    c.output().unwrap()
+        .run()
 }
 
 fn answer(evs: &[Value]) -> String {
@@ -78,14 +73,11 @@ fn answer(evs: &[Value]) -> String {
 
 #[test]
 fn an_agent_calls_a_stdio_mcp_server_from_the_config() {
-    let dir = tempfile::tempdir().unwrap();
     let config = format!(
         "servers:\n  calc:\n    command: python3\n    args: [{:?}, stdio]\n",
         fake_server()
     );
-    let out = run(dir.path(), &config, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let evs = events(&out.stdout);
+    let evs = run(&config, &[]).code(0).events();
     assert_eq!(answer(&evs), "Running the add_0 tool...The tool says so.");
 }
 
@@ -122,21 +114,18 @@ impl Drop for HttpServer {
 #[test]
 fn an_http_mcp_server_on_loopback_needs_the_private_network_allowance() {
     let server = HttpServer::start();
-    let dir = tempfile::tempdir().unwrap();
     let config = format!(
         "servers:\n  calc:\n    url: http://127.0.0.1:{}/mcp\n    transport: streamable-http\n",
         server.1
     );
-    let refused = run(dir.path(), &config, &[]);
-    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
-    let err = stderr(&refused);
-    assert!(err.contains("--allow-private-network"), "{err}");
-    assert!(err.contains("calc"), "{err}");
+    run(&config, &[])
+        .code(1)
+        .stderr_contains("--allow-private-network")
+        .stderr_contains("calc");
 
-    let out = run(dir.path(), &config, &["--allow-private-network"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run(&config, &["--allow-private-network"]).code(0);
     assert_eq!(
-        answer(&events(&out.stdout)),
+        answer(&out.events()),
         "Running the add_0 tool...The tool says so."
     );
 }
@@ -151,9 +140,8 @@ fn mock_reading(error: &str) -> Value {
 
 /// A setting missing for an Agent's MCP server is a tool error: the model reads it (as
 /// RAGFlow answers every call of a server whose session failed) and the run goes on.
-fn assert_the_model_read(out: &std::process::Output) {
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
-    let evs = events(&out.stdout);
+fn assert_the_model_read(out: Ran) {
+    let evs = out.code(0).events();
     assert_eq!(
         answer(&evs),
         "Running the add_0 tool...The calculator is not available."
@@ -167,18 +155,16 @@ fn assert_the_model_read(out: &std::process::Output) {
 
 #[test]
 fn an_mcp_server_missing_from_the_config_is_what_the_model_reads() {
-    let dir = tempfile::tempdir().unwrap();
     let said = "Error calling tool 'add': MCP server \"calc\" is not configured: pass --mcp-config FILE with the server under `servers:` (url, or command and args).";
-    let out = run_mock(dir.path(), "servers: {}\n", &mock_reading(said), &[]);
-    assert_the_model_read(&out);
+    let out = run_mock("servers: {}\n", &mock_reading(said), &[]);
+    assert_the_model_read(out);
 }
 
 #[test]
 fn an_undefined_header_variable_is_what_the_model_reads() {
-    let dir = tempfile::tempdir().unwrap();
     // Headers are made before any connection: no server is needed.
     let config = "servers:\n  calc:\n    url: http://127.0.0.1:9/mcp\n    headers: {Authorization: 'Bearer ${CANVAS_MCP_TEST_NEVER_SET}'}\n";
     let said = "MCP server \"calc\": `${CANVAS_MCP_TEST_NEVER_SET}` is not defined: set the environment variable CANVAS_MCP_TEST_NEVER_SET";
-    let out = run_mock(dir.path(), config, &mock_reading(said), &[]);
-    assert_the_model_read(&out);
+    let out = run_mock(config, &mock_reading(said), &[]);
+    assert_the_model_read(out);
 }

@@ -5,23 +5,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::util::{canvas, events, shared_dir, trace};
+use crate::harness::{CanvasCli, run_in};
+use crate::util::{shared_dir, trace};
 
 /// `canvas migrate ARGS` in `dir`: (exit code, stdout, stderr).
 fn migrate(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = canvas()
-        .current_dir(dir)
-        .arg("migrate")
-        .args(args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(!err.contains("panicked"), "{err}");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        err,
-    )
+    run_in(dir, &[&["migrate"], args].concat())
 }
 
 fn fixtures() -> Option<Vec<PathBuf>> {
@@ -87,19 +76,13 @@ fn graph_only_fixtures_run_after_migration() {
     let mock = dir.path().join("echo.yaml");
     std::fs::write(&mock, "default: echo\n").unwrap();
     let run = |file: &Path, q: &str| {
-        let out = canvas()
+        let ran = CanvasCli::new()
             .args(["run", "--format", "jsonl", "--non-interactive", "-q", q])
             .arg(file)
             .arg("--mock-llm")
             .arg(&mock)
-            .timeout(std::time::Duration::from_secs(60))
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            events(&out.stdout),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+            .run();
+        (ran.exit_code(), ran.events(), ran.stderr())
     };
     let go = shared.join("fixtures/ragflow/go-testdata");
     for (name, q, expect) in [

@@ -7,20 +7,19 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use assert_cmd::Command;
 use serde_json::{Value, json};
 
+use crate::harness::CanvasCli;
 use crate::peer::{FakeServer, Reply};
-use crate::util::{TIMEOUT, canvas, events, expect_code, stderr, trace};
+use crate::util::{events, expect_code, stderr, trace};
 
 // ---------------------------------------------------------------------------------------
 // Helpers.
 
 /// `canvas` without any provider configuration or key from the environment of the test
 /// process (the configuration file under the private HOME does not exist).
-pub(crate) fn bare() -> Command {
-    let mut c = canvas();
-    for var in [
+pub(crate) fn bare() -> CanvasCli {
+    [
         "CANVAS_LLM_CONFIG",
         "XDG_CONFIG_HOME",
         "OPENAI_API_COMPATIBLE_KEY",
@@ -32,11 +31,9 @@ pub(crate) fn bare() -> Command {
         "http_proxy",
         "https_proxy",
         "all_proxy",
-    ] {
-        c.env_remove(var);
-    }
-    c.timeout(TIMEOUT);
-    c
+    ]
+    .into_iter()
+    .fold(CanvasCli::new(), CanvasCli::env_remove)
 }
 
 /// Write `text` to `dir/name`.
@@ -212,8 +209,8 @@ rules:
         ])
         .arg(&mock)
         .arg(&flow)
-        .output()
-        .unwrap();
+        .run()
+        .into_output();
     expect_code(&out, 0, "canvas run with a sub-Agent");
     let evs = events(&out.stdout);
     let t = trace(&evs);
@@ -324,8 +321,8 @@ fn a_tool_this_build_does_not_run_fails_the_agent_clearly() {
         ])
         .arg(&mock)
         .arg(&flow)
-        .output()
-        .unwrap();
+        .run()
+        .into_output();
     expect_code(&out, 1, "an Agent calling Bing");
     let line = one_error_line(&out);
     for needle in [
@@ -349,8 +346,8 @@ fn a_tool_this_build_does_not_run_fails_the_agent_clearly() {
         .args(["run", "-q", "hello", "--format", "jsonl", "--mock-llm"])
         .arg(&mock)
         .arg(&flow)
-        .output()
-        .unwrap();
+        .run()
+        .into_output();
     expect_code(&out, 0, "the Agent answering without its tool");
     let evs = events(&out.stdout);
     assert_eq!(
@@ -383,8 +380,8 @@ fn retries_follow_max_retries() {
             ])
             .arg(&config)
             .arg(&flow)
-            .output()
-            .unwrap()
+            .run()
+            .into_output()
     };
 
     // (a) Two server errors, then an answer: three requests.
@@ -472,15 +469,15 @@ fn a_missing_key_is_named_before_the_run() {
         .args(["run", "-q", "hi", "--format", "jsonl"])
         .arg(&flow)
         .env("CANVAS_STORE", &store)
-        .output()
-        .unwrap();
+        .run()
+        .into_output();
     expect_code(&out, 2, "a missing DeepSeek key");
     // Refused before it started: no run is left behind, stuck as running.
     let runs = bare()
         .args(["runs", "--format", "json"])
         .env("CANVAS_STORE", &store)
-        .output()
-        .unwrap();
+        .run()
+        .into_output();
     assert_eq!(
         serde_json::from_slice::<Value>(&runs.stdout).unwrap(),
         json!([]),
@@ -511,8 +508,8 @@ fn an_empty_llm_id_uses_model_or_says_how() {
     let out = bare()
         .args(["run", "-q", "hi", "--format", "jsonl"])
         .arg(&flow)
-        .output()
-        .unwrap();
+        .run()
+        .into_output();
     expect_code(&out, 2, "an empty llm_id and no --model");
     let line = one_error_line(&out);
     assert!(line.contains("no model"), "{line}");
@@ -527,8 +524,8 @@ fn an_empty_llm_id_uses_model_or_says_how() {
         .args(["--model", "fake@OpenAI-API-Compatible", "--llm-config"])
         .arg(&config)
         .arg(&flow)
-        .output()
-        .unwrap();
+        .run()
+        .into_output();
     expect_code(&out, 0, "an empty llm_id with --model");
     let seen = server.seen();
     assert_eq!(seen.len(), 1, "{seen:?}");
@@ -564,8 +561,8 @@ fn record_then_replay_gives_the_same_events() {
         .arg("--record")
         .arg(&rec)
         .arg(&flow)
-        .output()
-        .unwrap();
+        .run()
+        .into_output();
     expect_code(&out, 0, "a recorded run");
     let recorded = events(&out.stdout);
     assert!(rec.is_file(), "no recording written");
@@ -585,8 +582,8 @@ fn record_then_replay_gives_the_same_events() {
         ])
         .arg(&rec)
         .arg(&flow)
-        .output()
-        .unwrap();
+        .run()
+        .into_output();
     expect_code(&out, 0, "a replayed run");
     let replayed = events(&out.stdout);
     assert_eq!(trace(&replayed), trace(&recorded));
@@ -604,8 +601,8 @@ fn record_then_replay_gives_the_same_events() {
         ])
         .arg(&rec)
         .arg(&flow)
-        .output()
-        .unwrap();
+        .run()
+        .into_output();
     expect_code(&out, 1, "a call the recording does not have");
     let err = stderr(&out);
     assert!(err.contains("no recorded answer"), "{err}");
@@ -639,8 +636,8 @@ fn keys_never_reach_events_or_store() {
         .arg("--store")
         .arg(&store)
         .arg(&flow)
-        .output()
-        .unwrap();
+        .run()
+        .into_output();
     expect_code(&out, 0, "a run with a key in llm.yaml");
     let evs = events(&out.stdout);
     assert_eq!(

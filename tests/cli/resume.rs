@@ -3,6 +3,7 @@
 use serde_json::json;
 
 use crate::canvases::FORM;
+use crate::harness::CanvasCli;
 use crate::util::{canvas, events, expect_code, trace};
 
 /// Write the FORM canvas in a temp dir and run it with `-q query` on its own store.
@@ -18,12 +19,12 @@ fn run_form(
     let flow = dir.path().join("form.json");
     std::fs::write(&flow, FORM).unwrap();
     let store = dir.path().join("s.db");
-    let out = canvas()
+    let out = CanvasCli::new()
         .args(["run", "-q", query, "--format", "jsonl", "--store"])
         .arg(&store)
         .arg(&flow)
-        .output()
-        .unwrap();
+        .run()
+        .into_output();
     (dir, flow, store, out)
 }
 

@@ -4,8 +4,10 @@
 
 use serde_json::{Value, json};
 
+use crate::canvases::agent_canvas;
+use crate::harness::{CanvasCli, Ran};
 use crate::peer::{FakeServer, Reply, Seen};
-use crate::util::{TIMEOUT, canvas, events, final_content, status, stderr, trace};
+use crate::util::{final_content, message_end, reference_chunks, status, trace};
 
 /// Begin → Retrieval → Message, the Retrieval's parameters merged over `params`.
 fn canvas_json(params: Value) -> String {
@@ -80,37 +82,32 @@ fn ragflow() -> FakeServer {
     })
 }
 
-fn run(
-    dir: &std::path::Path,
-    canvas_text: &str,
-    base: Option<&str>,
-    query: &str,
-) -> std::process::Output {
-    let file = dir.join("flow.json");
-    std::fs::write(&file, canvas_text).unwrap();
-    let mut c = canvas();
-    // No RAGFlow server unless `base` names one: neither variables nor an llm.yaml
-    // with a `ragflow:` section (HOME is the test store's directory).
-    c.env_remove("RAGFLOW_BASE_URL")
+/// `canvas run flow.json --format jsonl -q QUERY --store store.db` (`flow` written to
+/// the test's directory), with no RAGFlow server unless `base` names one: neither
+/// variables nor an llm.yaml with a `ragflow:` section (HOME is the test's directory).
+fn cli(flow: &str, base: Option<&str>, query: &str) -> CanvasCli {
+    let mut c = CanvasCli::new()
+        .file("flow.json", flow)
+        .env_remove("RAGFLOW_BASE_URL")
         .env_remove("RAGFLOW_API_KEY")
         .env_remove("CANVAS_LLM_CONFIG");
     if let Some(b) = base {
-        c.env("RAGFLOW_BASE_URL", b)
+        c = c
+            .env("RAGFLOW_BASE_URL", b)
             .env("RAGFLOW_API_KEY", "rf-key");
     }
-    c.args([
-        "run",
-        file.to_str().unwrap(),
-        "--format",
-        "jsonl",
-        "-q",
-        query,
-    ])
-    .arg("--store")
-    .arg(dir.join("store.db"))
-    .timeout(TIMEOUT)
-    .output()
-    .unwrap()
+    let (file, store) = (c.path("flow.json"), c.path("store.db"));
+    c.arg("run")
+        .arg(file)
+        .args(["--format", "jsonl", "-q", query, "--store"])
+        .arg(store)
+}
+
+/// [`cli`] run; it must exit with `code`. The run and its events.
+fn run(flow: &str, base: Option<&str>, query: &str, code: i32) -> (Ran, Vec<Value>) {
+    let ran = cli(flow, base, query).run().code(code);
+    let evs = ran.events();
+    (ran, evs)
 }
 
 fn finished<'a>(evs: &'a [Value], id: &str) -> &'a Value {
@@ -121,16 +118,13 @@ fn finished<'a>(evs: &'a [Value], id: &str) -> &'a Value {
 
 #[test]
 fn datasets_are_searched_on_the_ragflow_server_with_the_canvas_parameters() {
-    let dir = tempfile::tempdir().unwrap();
     let server = ragflow();
-    let out = run(
-        dir.path(),
+    let (_, evs) = run(
         &canvas_json(json!({})),
         Some(&server.url("")),
         "user: refund policy?",
+        0,
     );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let evs = events(&out.stdout);
 
     let seen = server.seen();
     let search = seen
@@ -171,13 +165,8 @@ fn datasets_are_searched_on_the_ragflow_server_with_the_canvas_parameters() {
     assert_eq!(json_out[0]["docnm_kwd"], "refunds.pdf");
     assert_eq!(json_out[0]["doc_id"], "doc-1");
 
-    let end = evs
-        .iter()
-        .find(|e| e["event"] == "message_end")
-        .expect("message_end");
-    let chunks = end["data"]["reference"]["chunks"]
-        .as_object()
-        .expect("reference chunks");
+    let end = message_end(&evs);
+    let chunks = reference_chunks(&evs);
     assert_eq!(chunks.len(), 2);
     let first = chunks
         .values()
@@ -193,7 +182,6 @@ fn datasets_are_searched_on_the_ragflow_server_with_the_canvas_parameters() {
 
 #[test]
 fn nothing_found_gives_the_empty_response() {
-    let dir = tempfile::tempdir().unwrap();
     let server = FakeServer::with(|req: &Seen, _| match req.path() {
         "/api/v1/datasets" => Reply::json(200, json!({"code": 0, "data": [{"id": "ds-1"}]})),
         _ => Reply::json(
@@ -201,14 +189,12 @@ fn nothing_found_gives_the_empty_response() {
             json!({"code": 0, "data": {"total": 0, "chunks": [], "doc_aggs": []}}),
         ),
     });
-    let out = run(
-        dir.path(),
+    let (_, evs) = run(
         &canvas_json(json!({})),
         Some(&server.url("")),
         "anything",
+        0,
     );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let evs = events(&out.stdout);
     let r = finished(&evs, "Retrieval:Docs");
     assert_eq!(r["data"]["outputs"]["formalized_content"], "Nothing found.");
     let end = evs.iter().find(|e| e["event"] == "message_end").unwrap();
@@ -217,18 +203,13 @@ fn nothing_found_gives_the_empty_response() {
 
 #[test]
 fn server_errors_become_the_component_error() {
-    let dir = tempfile::tempdir().unwrap();
     let server = ragflow();
-    let file = dir.path().join("flow.json");
-    std::fs::write(&file, canvas_json(json!({"kb_ids": ["nope"]}))).unwrap();
-    let out = run(
-        dir.path(),
+    let (_, evs) = run(
         &canvas_json(json!({"kb_ids": ["nope"]})),
         Some(&server.url("")),
         "q",
+        1,
     );
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let evs = events(&out.stdout);
     let r = finished(&evs, "Retrieval:Docs");
     assert_eq!(r["data"]["error"], "Dataset(nope) does not exist.");
 }
@@ -255,11 +236,8 @@ fn says_what_to_set(error: &Value) {
 
 #[test]
 fn named_datasets_without_a_server_fail_the_component_saying_what_to_set() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = run(dir.path(), &canvas_json(json!({})), None, "refunds");
     // A component error no exception route handles: the turn stops after the batch.
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let evs = events(&out.stdout);
+    let (out, evs) = run(&canvas_json(json!({})), None, "refunds", 1);
     let r = finished(&evs, "Retrieval:Docs");
     says_what_to_set(&r["data"]["error"]);
     assert!(
@@ -269,26 +247,23 @@ fn named_datasets_without_a_server_fail_the_component_saying_what_to_set() {
     );
     assert!(final_content(&evs).is_none(), "no workflow_finished");
 
-    let err = stderr(&out);
+    let err = out.stderr();
     let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
     assert_eq!(lines.len(), 1, "{err}");
     assert!(lines[0].contains("Retrieval:Docs"), "{err}");
     assert!(lines[0].contains("RAGFLOW_BASE_URL"), "{err}");
 
     let run_id = evs[0]["task_id"].as_str().expect("a task_id");
-    assert_eq!(status(&dir.path().join("store.db"), run_id), "failed");
+    assert_eq!(status(&out.dir().join("store.db"), run_id), "failed");
 }
 
 #[test]
 fn without_a_server_a_comment_default_lets_the_run_go_on() {
-    let dir = tempfile::tempdir().unwrap();
     let flow = canvas_json(json!({
         "exception_method": "comment",
         "exception_default_value": "The handbook cannot be searched right now."
     }));
-    let out = run(dir.path(), &flow, None, "refunds");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let evs = events(&out.stdout);
+    let (out, evs) = run(&flow, None, "refunds", 0);
     // RAGFlow's `ToolBase.invoke`: the error stays the tool's `_ERROR`; the canvas shows
     // the default as a message and goes on (`engine.md` §2.3, §4.4).
     let r = finished(&evs, "Retrieval:Docs");
@@ -307,21 +282,18 @@ fn without_a_server_a_comment_default_lets_the_run_go_on() {
     assert_eq!(evs.last().unwrap()["event"], "workflow_finished");
 
     let run_id = evs[0]["task_id"].as_str().expect("a task_id");
-    assert_eq!(status(&dir.path().join("store.db"), run_id), "succeeded");
+    assert_eq!(status(&out.dir().join("store.db"), run_id), "succeeded");
 }
 
 #[test]
 fn without_a_server_goto_runs_the_exception_route() {
-    let dir = tempfile::tempdir().unwrap();
     let flow = canvas_with(
         json!({"exception_method": "goto", "exception_goto": ["Message:Sorry"]}),
         json!({"Message:Sorry": {"obj": {"component_name": "Message",
             "params": {"content": ["Sorry, I cannot search: {Retrieval:Docs@_ERROR}"]}},
             "downstream": [], "upstream": ["Retrieval:Docs"]}}),
     );
-    let out = run(dir.path(), &flow, None, "refunds");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let evs = events(&out.stdout);
+    let (_, evs) = run(&flow, None, "refunds", 0);
     says_what_to_set(&finished(&evs, "Retrieval:Docs")["data"]["error"]);
     let steps = trace(&evs);
     assert!(
@@ -342,53 +314,24 @@ fn without_a_server_goto_runs_the_exception_route() {
 
 #[test]
 fn as_an_agent_tool_without_a_server_the_model_reads_what_to_set() {
-    let dir = tempfile::tempdir().unwrap();
-    let flow = json!({"components": {
-        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Agent:Helper"], "upstream": []},
-        "Agent:Helper": {"obj": {"component_name": "Agent", "params": {
-            "llm_id": "",
-            "sys_prompt": "You answer from the handbook.",
-            "prompts": [{"role": "user", "content": "{sys.query}"}],
-            "max_rounds": 3,
-            "tools": [{"component_name": "Retrieval", "name": "Retrieval",
-                "params": {"kb_ids": ["handbook"], "retrieval_from": "dataset"}}],
-        }}, "downstream": ["Message:Out"], "upstream": ["begin"]},
-        "Message:Out": {"obj": {"component_name": "Message",
-            "params": {"content": ["{Agent:Helper@content}"]}}, "downstream": [], "upstream": ["Agent:Helper"]},
-    }});
+    let flow = agent_canvas(
+        "Agent:Helper",
+        "You answer from the handbook.",
+        json!([{"component_name": "Retrieval", "name": "Retrieval",
+            "params": {"kb_ids": ["handbook"], "retrieval_from": "dataset"}}]),
+    );
     // The second call answers only when the tool's text reached the model.
     let mock = json!({"rules": [
         {"match": "(?s)Retrieval needs a RAGFlow server to search datasets handbook: set RAGFLOW_BASE_URL and RAGFLOW_API_KEY",
          "on": "any", "answer": "The handbook is not reachable: no RAGFlow server is set."},
         {"match": "refund", "tool_calls": [{"name": "search_my_dateset_0", "arguments": {"query": "refunds"}}]},
     ], "default": "the tool result never arrived"});
-    let mock_file = dir.path().join("mock.json");
-    std::fs::write(&mock_file, mock.to_string()).unwrap();
-    let file = dir.path().join("flow.json");
-    std::fs::write(&file, flow.to_string()).unwrap();
-    let store = dir.path().join("store.db");
-    let out = canvas()
-        .env_remove("RAGFLOW_BASE_URL")
-        .env_remove("RAGFLOW_API_KEY")
-        .env_remove("CANVAS_LLM_CONFIG")
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--format",
-            "jsonl",
-            "-q",
-            "refund policy?",
-        ])
-        .arg("--store")
-        .arg(&store)
-        .arg("--mock-llm")
-        .arg(&mock_file)
-        .timeout(TIMEOUT)
-        .output()
-        .unwrap();
     // RAGFlow never fails an Agent for a tool's error: the text is the tool result.
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let evs = events(&out.stdout);
+    let ran = cli(&flow.to_string(), None, "refund policy?")
+        .mock_llm(&mock)
+        .run()
+        .code(0);
+    let evs = ran.events();
     assert_eq!(finished(&evs, "Agent:Helper")["data"]["error"], Value::Null);
     let answer = final_content(&evs).expect("workflow_finished");
     assert!(
@@ -396,33 +339,18 @@ fn as_an_agent_tool_without_a_server_the_model_reads_what_to_set() {
         "{answer}"
     );
     let run_id = evs[0]["task_id"].as_str().expect("a task_id");
-    assert_eq!(status(&store, run_id), "succeeded");
+    assert_eq!(status(&ran.dir().join("store.db"), run_id), "succeeded");
 }
 
 #[test]
 fn an_empty_dataset_list_is_ragflows_error_and_an_empty_query_its_empty_response() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = run(
-        dir.path(),
-        &canvas_json(json!({"kb_ids": []})),
-        None,
-        "refunds",
-    );
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let evs = events(&out.stdout);
+    let (_, evs) = run(&canvas_json(json!({"kb_ids": []})), None, "refunds", 1);
     assert_eq!(
         finished(&evs, "Retrieval:Docs")["data"]["error"],
         "No dataset is selected."
     );
 
-    let out = run(
-        dir.path(),
-        &canvas_json(json!({"query": ""})),
-        None,
-        "refunds",
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let evs = events(&out.stdout);
+    let (_, evs) = run(&canvas_json(json!({"query": ""})), None, "refunds", 0);
     let r = finished(&evs, "Retrieval:Docs");
     assert_eq!(r["data"]["outputs"]["formalized_content"], "Nothing found.");
     assert_eq!(r["data"]["inputs"], json!({"query": ""}));

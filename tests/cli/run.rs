@@ -2,22 +2,17 @@
 
 use serde_json::json;
 
-use crate::util::{canvas, canvases, events, expect_code, trace};
+use crate::harness::CanvasCli;
+use crate::util::{canvases, trace};
 
 #[test]
 fn hello_canvas_streams_ragflow_events() {
-    let out = canvas()
+    let evs = CanvasCli::new()
         .args(["run", "--format", "jsonl", "-q", "hello there"])
         .arg(canvases().join("hello.json"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let evs = events(&out.stdout);
+        .run()
+        .code(0)
+        .events();
     assert_eq!(
         trace(&evs),
         [
@@ -63,13 +58,12 @@ fn hello_canvas_streams_ragflow_events() {
 
 #[test]
 fn sse_frames_end_with_done() {
-    let out = canvas()
+    let s = CanvasCli::new()
         .args(["run", "--format", "sse", "-q", "x"])
         .arg(canvases().join("hello.json"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let s = String::from_utf8(out.stdout).unwrap();
+        .run()
+        .code(0)
+        .stdout();
     assert!(s.starts_with("data:{\"event\":\"workflow_started\""), "{s}");
     assert!(s.ends_with("data:[DONE]\n\n"), "{s}");
     assert_eq!(s.matches("\n\n").count(), s.matches("data:").count());
@@ -78,13 +72,12 @@ fn sse_frames_end_with_done() {
 #[test]
 fn stdin_and_text_output() {
     let text = std::fs::read_to_string(canvases().join("hello.json")).unwrap();
-    let out = canvas()
+    let s = CanvasCli::new()
         .args(["run", "-", "-q", "ping", "--format", "text"])
-        .write_stdin(text)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let s = String::from_utf8(out.stdout).unwrap();
+        .stdin(text)
+        .run()
+        .code(0)
+        .stdout();
     assert!(s.starts_with("✓ begin (Begin)"), "{s}");
     assert!(
         s.contains("\nYou said \"ping\".\n✓ Message:Echo (Message)"),
@@ -99,10 +92,8 @@ fn stdin_and_text_output() {
 
 #[test]
 fn yaml_canvas_with_typed_begin_inputs() {
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("flow.yaml");
-    std::fs::write(
-        &f,
+    let cli = CanvasCli::new().file(
+        "flow.yaml",
         r#"
 components:
   begin:
@@ -118,20 +109,13 @@ components:
     obj: {component_name: Message, params: {content: ["{begin@name} is {begin@age} ({sys.query})"]}}
     downstream: []
 "#,
-    )
-    .unwrap();
-    let out = canvas()
-        .args(["run", "-i", "name=Ada", "-i", "age=36", "--format", "jsonl"])
-        .arg(&f)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
     );
-    let evs = events(&out.stdout);
+    let evs = cli
+        .args(["run", "-i", "name=Ada", "-i", "age=36", "--format", "jsonl"])
+        .arg("flow.yaml")
+        .run()
+        .code(0)
+        .events();
     assert_eq!(
         evs[0]["data"]["inputs"],
         json!({"name": {"value": "Ada", "type": "line"}, "age": {"value": 36, "type": "integer"}})
@@ -149,18 +133,12 @@ components:
 
 #[test]
 fn yaml_example_runs_iteration_and_loop() {
-    let out = canvas()
+    let evs = CanvasCli::new()
         .args(["run", "--format", "jsonl", "-q", "red,green,blue"])
         .arg(canvases().join("word-stats.yaml"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let evs = events(&out.stdout);
+        .run()
+        .code(0)
+        .events();
     assert_eq!(
         evs.last().unwrap()["data"]["outputs"]["content"],
         "words: [\"RED!\", \"GREEN!\", \"BLUE!\"] (loop ran 3 times)"
@@ -169,38 +147,32 @@ fn yaml_example_runs_iteration_and_loop() {
 
 #[test]
 fn inputs_file_in_api_shape() {
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("in.json");
-    std::fs::write(&f, r#"{"x": {"type": "object", "value": "{\"a\": 1}"}}"#).unwrap();
-    let flow = dir.path().join("flow.json");
-    std::fs::write(
-        &flow,
-        r#"{"components": {"begin": {"obj": {"component_name": "Begin", "params": {"inputs": {"x": {"type": "object"}}}}, "downstream": ["Message:M"]},
+    let cli = CanvasCli::new()
+        .file("in.json", r#"{"x": {"type": "object", "value": "{\"a\": 1}"}}"#)
+        .file(
+            "flow.json",
+            r#"{"components": {"begin": {"obj": {"component_name": "Begin", "params": {"inputs": {"x": {"type": "object"}}}}, "downstream": ["Message:M"]},
             "Message:M": {"obj": {"component_name": "Message", "params": {"content": ["a={begin@x.a}"]}}, "downstream": []}}}"#,
-    )
-    .unwrap();
-    let out = canvas()
-        .args(["run", "--format", "jsonl", "--inputs"])
-        .arg(&f)
-        .arg(&flow)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        events(&out.stdout).last().unwrap()["data"]["outputs"]["content"],
-        "a=1"
-    );
+        );
+    let evs = cli
+        .args([
+            "run",
+            "--format",
+            "jsonl",
+            "--inputs",
+            "in.json",
+            "flow.json",
+        ])
+        .run()
+        .code(0)
+        .events();
+    assert_eq!(evs.last().unwrap()["data"]["outputs"]["content"], "a=1");
 }
 
 #[test]
 fn the_support_example_runs_offline_with_its_mock_script() {
     let dir = canvases();
-    let out = canvas()
+    let evs = CanvasCli::new()
         .args([
             "run",
             "--format",
@@ -211,10 +183,9 @@ fn the_support_example_runs_offline_with_its_mock_script() {
         ])
         .arg(dir.join("support.mock.yaml"))
         .arg(dir.join("support.yaml"))
-        .output()
-        .unwrap();
-    expect_code(&out, 0, "run");
-    let evs = crate::util::events(&out.stdout);
+        .run()
+        .code(0)
+        .events();
     let last = evs.last().unwrap();
     assert_eq!(last["event"], "workflow_finished");
     assert_eq!(
@@ -237,26 +208,21 @@ const TWO_STEP: &str = r#"{"components": {
     "{begin@who}: {UserFillUp:Plan@days} days, {UserFillUp:Plan@pace}"]}},
     "downstream": []}}}"#;
 
-/// `TWO_STEP` written to a temporary file (kept while the directory lives).
-fn two_step() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let flow = dir.path().join("two.json");
-    std::fs::write(&flow, TWO_STEP).unwrap();
-    (dir, flow)
+/// `canvas run two.json`, `TWO_STEP` written as `two.json`.
+fn two_step() -> CanvasCli {
+    CanvasCli::new()
+        .file("two.json", TWO_STEP)
+        .args(["run", "two.json"])
 }
 
 #[test]
 fn form_answers_given_up_front_answer_the_form_when_it_is_reached() {
-    let (_dir, flow) = two_step();
-    let out = canvas()
-        .arg("run")
-        .arg(&flow)
+    let evs = two_step()
         .args(["-i", "who=Ada", "-i", "days=4", "-i", "pace=packed"])
         .args(["--format", "jsonl"])
-        .output()
-        .unwrap();
-    expect_code(&out, 0, "run");
-    let evs = events(&out.stdout);
+        .run()
+        .code(0)
+        .events();
     // Begin gets only its own field; the form's answers wait for the form.
     assert_eq!(
         evs[0]["data"]["inputs"],
@@ -280,25 +246,16 @@ fn form_answers_given_up_front_answer_the_form_when_it_is_reached() {
 
 #[test]
 fn a_form_answered_in_part_up_front_waits_and_says_what_is_missing() {
-    let (_dir, flow) = two_step();
-    let out = canvas()
-        .arg("run")
-        .arg(&flow)
+    let ran = two_step()
         .args(["-i", "who=Ada", "-i", "days=4", "--format", "jsonl"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("waiting for input: canvas resume ") && err.contains("-i pace="),
-        "{err}"
-    );
-    // The store is shared with tests running at the same time: the run by its id.
-    let id = events(&out.stdout)[0]["task_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let out = canvas()
+        .run()
+        .code(3)
+        .stderr_contains("waiting for input: canvas resume ")
+        .stderr_contains("-i pace=");
+    // The run by its id, in the same store.
+    let id = ran.events()[0]["task_id"].as_str().unwrap().to_string();
+    let evs = ran
+        .fresh()
         .args([
             "resume",
             &id,
@@ -309,10 +266,9 @@ fn a_form_answered_in_part_up_front_waits_and_says_what_is_missing() {
             "--format",
             "jsonl",
         ])
-        .output()
-        .unwrap();
-    expect_code(&out, 0, "resume");
-    let evs = events(&out.stdout);
+        .run()
+        .code(0)
+        .events();
     assert_eq!(
         evs.last().unwrap()["data"]["outputs"]["content"],
         "Ada: 1 days, relaxed"

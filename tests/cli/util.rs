@@ -15,11 +15,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(60);
 pub fn canvas() -> Command {
     static STORE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
     let dir = STORE.get_or_init(|| tempfile::tempdir().expect("temp dir"));
-    let mut c = Command::cargo_bin("canvas").expect("binary is built");
-    c.env("CANVAS_STORE", dir.path().join("canvas.db"))
-        .env("NO_COLOR", "1")
-        .env("HOME", dir.path());
-    c
+    crate::harness::command(dir.path())
 }
 
 /// `../shared` (fixtures, conformance streams). Missing under `CI=true` is a failure;
@@ -143,4 +139,26 @@ pub fn final_content(evs: &[Value]) -> Option<String> {
     last["data"]["outputs"]["content"]
         .as_str()
         .map(str::to_string)
+}
+
+/// The text streamed by `message` events.
+pub fn streamed(evs: &[Value]) -> String {
+    evs.iter()
+        .filter(|e| e["event"] == "message")
+        .filter_map(|e| e["data"]["content"].as_str())
+        .collect()
+}
+
+/// The first `message_end` event of a stream.
+pub fn message_end(evs: &[Value]) -> &Value {
+    evs.iter()
+        .find(|e| e["event"] == "message_end")
+        .expect("message_end")
+}
+
+/// `reference.chunks` of the first `message_end`.
+pub fn reference_chunks(evs: &[Value]) -> &serde_json::Map<String, Value> {
+    message_end(evs)["data"]["reference"]["chunks"]
+        .as_object()
+        .expect("reference chunks")
 }

@@ -4,7 +4,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::util::{canvas, shared_dir};
+use crate::harness::{CanvasCli, run_in};
+use crate::util::shared_dir;
 
 const CLEAN: &str = r#"{
   "components": {
@@ -17,19 +18,24 @@ const CLEAN: &str = r#"{
 
 /// `canvas validate ARGS` in `dir`: (exit code, stdout, stderr).
 fn validate(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = canvas()
-        .current_dir(dir)
-        .arg("validate")
-        .args(args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(!err.contains("panicked"), "{err}");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        err,
-    )
+    run_in(dir, &[&["validate"], args].concat())
+}
+
+/// `canvas components --format json` (which must succeed): the listed components.
+fn components() -> Vec<Value> {
+    let ran = CanvasCli::new()
+        .args(["components", "--format", "json"])
+        .run()
+        .code(0);
+    match ran.json() {
+        Value::Array(list) => list,
+        other => panic!("canvas components --format json: not an array: {other}"),
+    }
+}
+
+/// The entry of `name` in `canvas components --format json`.
+fn component<'a>(list: &'a [Value], name: &str) -> Option<&'a Value> {
+    list.iter().find(|e| e["name"] == name)
 }
 
 fn findings(json: &str) -> Vec<Value> {
@@ -232,19 +238,9 @@ fn graph_only_exports_are_checked_after_deriving_their_components() {
 /// The hints of C004/C005 point at `canvas components`: it lists what runs and what not.
 #[test]
 fn components_lists_what_this_build_runs() {
-    let out = canvas()
-        .args(["components", "--format", "json"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let status = |name: &str| {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["name"] == name)
-            .map(|e| e["status"].as_str().unwrap().to_string())
-    };
+    let list = components();
+    let status =
+        |name: &str| component(&list, name).map(|e| e["status"].as_str().unwrap().to_string());
     assert_eq!(status("Begin").as_deref(), Some("runs"));
     assert_eq!(status("Categorize").as_deref(), Some("runs"));
     assert_eq!(status("CodeExec").as_deref(), Some("runs"));
@@ -254,8 +250,7 @@ fn components_lists_what_this_build_runs() {
     assert_eq!(status("YahooFinance").as_deref(), Some("runs"));
     assert_eq!(status("Browser").as_deref(), Some("not_yet"));
     assert_eq!(status("TuShare").as_deref(), Some("legacy"));
-    let text = canvas().arg("components").output().unwrap();
-    let text = String::from_utf8(text.stdout).unwrap();
+    let text = CanvasCli::new().arg("components").run().stdout();
     assert!(text.starts_with("Runs in this build:\n  Begin\n"), "{text}");
 }
 
@@ -263,12 +258,7 @@ fn components_lists_what_this_build_runs() {
 /// this build runs come with their function schema, parameters and environment.
 #[test]
 fn components_lists_ragflows_agent_tool_menu() {
-    let out = canvas()
-        .args(["components", "--format", "json"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let list = components();
     let menu = [
         "TavilySearch",
         "TavilyExtract",
@@ -292,12 +282,7 @@ fn components_lists_ragflows_agent_tool_menu() {
         "Retrieval",
     ];
     for name in menu {
-        let e = v
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["name"] == name)
-            .unwrap_or_else(|| panic!("{name} is not listed"));
+        let e = component(&list, name).unwrap_or_else(|| panic!("{name} is not listed"));
         if e["status"] == "runs" {
             let f = &e["tool"]["function"];
             assert!(
@@ -311,12 +296,7 @@ fn components_lists_ragflows_agent_tool_menu() {
             assert_eq!(e["status"], "not_yet", "{name}: {e}");
         }
     }
-    let retrieval = v
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["name"] == "Retrieval")
-        .unwrap();
+    let retrieval = component(&list, "Retrieval").expect("Retrieval is listed");
     assert_eq!(retrieval["tool"]["function"]["name"], "search_my_dateset");
     assert_eq!(retrieval["tool"]["parameters"][0]["name"], "query");
     assert_eq!(

@@ -5,78 +5,53 @@
 //! `node_finished` outputs read from `--format jsonl`), with the requests the server
 //! received checked, plus an error answer and the rate-limit retry behaviour.
 
-use std::path::Path;
-use std::process::Output;
-
 use serde_json::{Value, json};
 
+use crate::canvases::{WITH_TOOLS, agent_canvas, node_canvas};
+use crate::harness::{CanvasCli, Ran};
 use crate::peer::{FakeServer, Reply, Seen};
-use crate::util::{TIMEOUT, canvas, events, stderr, trace};
-
-fn write(dir: &Path, name: &str, v: &Value) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, v.to_string()).unwrap();
-    p.to_string_lossy().into_owned()
-}
+use crate::util::{streamed, trace};
 
 /// begin → `Tool:T` (`class` with `params`) → Message:Out showing its result.
-fn node_flow(dir: &Path, class: &str, params: Value) -> String {
-    write(
-        dir,
+fn node_flow(class: &str, params: Value) -> CanvasCli {
+    CanvasCli::new().json(
         "node.json",
-        &json!({"components": {
-            "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Tool:T"], "upstream": []},
-            "Tool:T": {"obj": {"component_name": class, "params": params},
-                "downstream": ["Message:Out"], "upstream": ["begin"]},
-            "Message:Out": {"obj": {"component_name": "Message",
-                "params": {"content": ["{Tool:T@formalized_content}"]}}, "downstream": [], "upstream": ["Tool:T"]},
-        }}),
+        &node_canvas(class, "Tool:T", params, "formalized_content"),
     )
 }
 
 /// begin → an Agent with the one tool `class` → Message:Out.
-fn agent_flow(dir: &Path, class: &str, params: Value) -> String {
-    write(
-        dir,
-        "agent.json",
-        &json!({"components": {
-            "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Agent:A"], "upstream": []},
-            "Agent:A": {"obj": {"component_name": "Agent", "params": {
-                "llm_id": "",
-                "sys_prompt": "You answer with the tools.",
-                "prompts": [{"role": "user", "content": "{sys.query}"}],
-                "max_rounds": 3,
-                "tools": [{"component_name": class, "name": class, "params": params}],
-            }}, "downstream": ["Message:Out"], "upstream": ["begin"]},
-            "Message:Out": {"obj": {"component_name": "Message",
-                "params": {"content": ["{Agent:A@content}"]}}, "downstream": [], "upstream": ["Agent:A"]},
-        }}),
-    )
+fn agent_flow(class: &str, params: Value) -> CanvasCli {
+    let tools = json!([{"component_name": class, "name": class, "params": params}]);
+    CanvasCli::new().json("agent.json", &agent_canvas("Agent:A", WITH_TOOLS, tools))
 }
 
-/// Run `flow` with `-q query`, `env` and `--allow-private-network`.
-fn run(flow: &str, query: &str, env: &[(&str, String)], extra: &[&str]) -> (Output, Vec<Value>) {
-    let mut cmd = canvas();
-    cmd.args(["run", flow, "-q", query, "--format", "jsonl"])
+/// Run `flow` (a file of `cli`) with `-q query`, `env` and `extra`.
+fn run(
+    cli: CanvasCli,
+    flow: &str,
+    query: &str,
+    env: &[(&str, String)],
+    extra: &[&str],
+) -> (Ran, Vec<Value>) {
+    let ran = cli
+        .args(["run", flow, "-q", query, "--format", "jsonl"])
         .args(extra)
-        .timeout(TIMEOUT);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let evs = events(&out.stdout);
-    (out, evs)
+        .envs(env.iter().cloned())
+        .run();
+    let evs = ran.events();
+    (ran, evs)
 }
 
 /// `Tool:T`'s `node_finished` data.
-fn finished(out: &Output, evs: &[Value]) -> Value {
+fn finished(ran: &Ran, evs: &[Value]) -> Value {
     evs.iter()
         .find(|e| e["event"] == "node_finished" && e["data"]["component_id"] == "Tool:T")
         .unwrap_or_else(|| {
             panic!(
                 "no node_finished for Tool:T: {:?}\nstderr: {}",
                 trace(evs),
-                stderr(out)
+                ran.stderr()
             )
         })["data"]
         .clone()
@@ -92,44 +67,36 @@ fn run_agent(
     arguments: Value,
     expect: &str,
     env: &[(&str, String)],
-) -> (Output, Vec<Value>, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let flow = agent_flow(dir.path(), class, params);
-    let mock = write(
-        dir.path(),
-        "mock.json",
-        &json!({"rules": [
-            {"match": expect, "on": "any", "answer": "FOUND IT"},
-            {"match": "^ask", "tool_calls": [{"name": function, "arguments": arguments}]},
-        ], "default": "no match"}),
-    );
-    let (out, evs) = run(
-        &flow,
+) -> (Ran, Vec<Value>, String) {
+    let cli = agent_flow(class, params).mock_llm(&json!({"rules": [
+        {"match": expect, "on": "any", "answer": "FOUND IT"},
+        {"match": "^ask", "tool_calls": [{"name": function, "arguments": arguments}]},
+    ], "default": "no match"}));
+    let (ran, evs) = run(
+        cli,
+        "agent.json",
         "ask the tool",
         env,
-        &["--allow-private-network", "--mock-llm", &mock],
+        &["--allow-private-network"],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text: String = evs
-        .iter()
-        .filter(|e| e["event"] == "message")
-        .filter_map(|e| e["data"]["content"].as_str())
-        .collect();
-    (out, evs, text)
+    let ran = ran.code(0);
+    let text = streamed(&evs);
+    (ran, evs, text)
 }
 
 /// Run the tool as a canvas node with `-q query`: its `node_finished` data. The run
 /// succeeds, or (`_ERROR` set: RAGFlow stops the run) fails naming the error.
 fn run_node(class: &str, params: Value, query: &str, env: &[(&str, String)]) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let flow = node_flow(dir.path(), class, params);
-    let (out, evs) = run(&flow, query, env, &["--allow-private-network"]);
-    let f = finished(&out, &evs);
+    let cli = node_flow(class, params);
+    let (ran, evs) = run(cli, "node.json", query, env, &["--allow-private-network"]);
+    let f = finished(&ran, &evs);
     match f["outputs"]["_ERROR"].as_str().filter(|e| !e.is_empty()) {
-        None => assert_eq!(out.status.code(), Some(0), "{}", stderr(&out)),
+        None => {
+            ran.code(0);
+        }
         Some(e) => {
-            assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-            assert!(stderr(&out).contains(e), "{}", stderr(&out));
+            let ran = ran.code(1);
+            assert!(ran.stderr().contains(e), "{}", ran.stderr());
             assert_eq!(f["error"], json!(e), "node_finished.error is _ERROR");
         }
     }
@@ -738,11 +705,8 @@ fn crawler_as_a_node_extracts_html_or_text_and_refuses_private_urls() {
     assert!(!html.contains("alert") && !html.contains("var x"), "{html}");
 
     // Without --allow-private-network the loopback server is refused.
-    let dir = tempfile::tempdir().unwrap();
-    let flow = node_flow(dir.path(), "Crawler", json!({}));
-    let (out, evs) = run(&flow, &url, &[], &[]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let f = finished(&out, &evs);
+    let (ran, evs) = run(node_flow("Crawler", json!({})), "node.json", &url, &[], &[]);
+    let f = finished(&ran.code(1), &evs);
     let err = f["outputs"]["_ERROR"].as_str().unwrap();
     assert!(
         err.starts_with("URL not valid: refused to connect"),

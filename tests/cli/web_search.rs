@@ -4,55 +4,24 @@
 //! script calls it, then answers only when the tool's result holds the expected text)
 //! and as a canvas node (its `node_finished` outputs), with error and rate-limit answers.
 
-use std::path::Path;
-use std::process::Output;
-
 use serde_json::{Value, json};
 
+use crate::canvases::{self, WITH_TOOLS, node_canvas};
+use crate::harness::{CanvasCli, Ran};
 use crate::peer::{FakeServer, Reply, Seen};
-use crate::util::{TIMEOUT, canvas, events, stderr, trace};
+use crate::util::{streamed, trace};
 
 // ---- Harness ---------------------------------------------------------------------------
 
 /// begin → Agent:A (with `tools`) → Message:Out.
 fn agent_canvas(tools: Value) -> Value {
-    json!({"components": {
-        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Agent:A"], "upstream": []},
-        "Agent:A": {"obj": {"component_name": "Agent", "params": {
-            "llm_id": "",
-            "sys_prompt": "You answer with the tools.",
-            "prompts": [{"role": "user", "content": "{sys.query}"}],
-            "max_rounds": 3,
-            "tools": tools,
-        }}, "downstream": ["Message:Out"], "upstream": ["begin"]},
-        "Message:Out": {"obj": {"component_name": "Message",
-            "params": {"content": ["{Agent:A@content}"]}}, "downstream": [], "upstream": ["Agent:A"]},
-    }})
-}
-
-/// begin → `id` (a tool of class `class` as a node) → Message:Out showing `output`.
-fn node_canvas(class: &str, id: &str, params: Value, output: &str) -> Value {
-    json!({"components": {
-        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": [id], "upstream": []},
-        id: {"obj": {"component_name": class, "params": params},
-            "downstream": ["Message:Out"], "upstream": ["begin"]},
-        "Message:Out": {"obj": {"component_name": "Message",
-            "params": {"content": [format!("{{{id}@{output}}}")]}}, "downstream": [], "upstream": [id]},
-    }})
-}
-
-fn write(dir: &Path, name: &str, v: &Value) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, v.to_string()).unwrap();
-    p.to_string_lossy().into_owned()
+    canvases::agent_canvas("Agent:A", WITH_TOOLS, tools)
 }
 
 /// Run `flow` with query `q` (and a mock script), the private network allowed (the fake
 /// APIs are on 127.0.0.1) and `env` set.
-fn run(flow: &Value, q: &str, mock: Option<Value>, env: &[(&str, String)]) -> Output {
-    let dir = tempfile::tempdir().unwrap();
-    let flow = write(dir.path(), "flow.json", flow);
-    let mut cmd = canvas();
+fn run(flow: &Value, q: &str, mock: Option<Value>, env: &[(&str, String)]) -> Ran {
+    let mut cli = CanvasCli::new().json("flow.json", flow);
     for var in [
         "TAVILY_API_KEY",
         "SERPAPI_API_KEY",
@@ -60,12 +29,10 @@ fn run(flow: &Value, q: &str, mock: Option<Value>, env: &[(&str, String)]) -> Ou
         "GITHUB_TOKEN",
         "KEENABLE_API_URL",
     ] {
-        cmd.env_remove(var);
+        cli = cli.env_remove(var);
     }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.args([
+    let flow = cli.path_str("flow.json");
+    cli = cli.envs(env.iter().cloned()).args([
         "run",
         &flow,
         "-q",
@@ -75,30 +42,21 @@ fn run(flow: &Value, q: &str, mock: Option<Value>, env: &[(&str, String)]) -> Ou
         "--allow-private-network",
     ]);
     if let Some(m) = mock {
-        let m = write(dir.path(), "mock.json", &m);
-        cmd.args(["--mock-llm", &m]);
+        cli = cli.mock_llm(&m);
     }
-    cmd.timeout(TIMEOUT).output().unwrap()
-}
-
-/// The text streamed by `message` events.
-fn streamed(evs: &[Value]) -> String {
-    evs.iter()
-        .filter(|e| e["event"] == "message")
-        .filter_map(|e| e["data"]["content"].as_str())
-        .collect()
+    cli.run()
 }
 
 /// Run an Agent with one tool; the streamed answer (the run must succeed) and events.
 fn agent_run(tool: Value, mock: Value, env: &[(&str, String)]) -> (String, Vec<Value>) {
-    let out = run(
+    let evs = run(
         &agent_canvas(json!([tool])),
         "search please",
         Some(mock),
         env,
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let evs = events(&out.stdout);
+    )
+    .code(0)
+    .events();
     (streamed(&evs), evs)
 }
 
@@ -112,8 +70,8 @@ fn node_run_showing(
     env: &[(&str, String)],
 ) -> Value {
     let id = format!("{class}:N");
-    let out = run(&node_canvas(class, &id, params, output), q, None, env);
-    let evs = events(&out.stdout);
+    let ran = run(&node_canvas(class, &id, params, output), q, None, env);
+    let evs = ran.events();
     let data = evs
         .iter()
         .find(|e| e["event"] == "node_finished" && e["data"]["component_id"] == id.as_str())
@@ -122,7 +80,7 @@ fn node_run_showing(
             panic!(
                 "no node_finished for {id}: {:?}\n{}",
                 trace(&evs),
-                stderr(&out)
+                ran.stderr()
             )
         });
     let code = if data["outputs"]["_ERROR"].is_null() {
@@ -130,7 +88,7 @@ fn node_run_showing(
     } else {
         1
     };
-    assert_eq!(out.status.code(), Some(code), "{data}\n{}", stderr(&out));
+    assert_eq!(ran.exit_code(), Some(code), "{data}\n{}", ran.stderr());
     data
 }
 
@@ -645,26 +603,20 @@ fn searxng_as_a_node_prefers_its_parameter_and_retries_429() {
 #[test]
 fn searxng_refuses_a_private_instance_without_the_flag() {
     let server = FakeServer::with(|_, _| Reply::json(200, searxng_results()));
-    let dir = tempfile::tempdir().unwrap();
-    let flow = write(
-        dir.path(),
-        "flow.json",
-        &node_canvas(
-            "SearXNG",
-            "SearXNG:N",
-            json!({"searxng_url": server.url(""), "max_retries": 3}),
-            "formalized_content",
-        ),
+    let flow = node_canvas(
+        "SearXNG",
+        "SearXNG:N",
+        json!({"searxng_url": server.url(""), "max_retries": 3}),
+        "formalized_content",
     );
-    let out = canvas()
+    let evs = CanvasCli::new()
+        .json("flow.json", &flow)
         .env_remove("CANVAS_ALLOW_PRIVATE")
-        .args(["run", &flow, "-q", "rust", "--format", "jsonl"])
-        .timeout(TIMEOUT)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        .args(["run", "flow.json", "-q", "rust", "--format", "jsonl"])
+        .run()
+        .code(1)
+        .events();
     assert!(server.seen().is_empty(), "the instance was reached");
-    let evs = events(&out.stdout);
     let fin = evs
         .iter()
         .find(|e| e["event"] == "node_finished" && e["data"]["component_id"] == "SearXNG:N")

@@ -2,60 +2,34 @@
 //! an Agent's tools from a mock script and as canvas nodes, against local fake peers:
 //! each test checks what the peer received and what the tool produced.
 
-use std::path::Path;
-
 use serde_json::{Value, json};
 
+use crate::canvases::{self, WITH_TOOLS};
+use crate::harness::CanvasCli;
 use crate::peer::{FakeServer, Reply, Seen};
-use crate::util::{TIMEOUT, canvas, events, stderr, trace};
-
-fn write(dir: &Path, name: &str, v: &Value) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, v.to_string()).unwrap();
-    p.to_string_lossy().into_owned()
-}
+use crate::util::{streamed, trace};
 
 /// Begin → Agent (with `tools`) → Message.
 fn agent_canvas(tools: Value) -> Value {
-    json!({"components": {
-        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Agent:A"], "upstream": []},
-        "Agent:A": {"obj": {"component_name": "Agent", "params": {
-            "llm_id": "",
-            "sys_prompt": "You answer with the tools.",
-            "prompts": [{"role": "user", "content": "{sys.query}"}],
-            "max_rounds": 3,
-            "tools": tools,
-        }}, "downstream": ["Message:Out"], "upstream": ["begin"]},
-        "Message:Out": {"obj": {"component_name": "Message",
-            "params": {"content": ["{Agent:A@content}"]}}, "downstream": [], "upstream": ["Agent:A"]},
-    }})
+    canvases::agent_canvas("Agent:A", WITH_TOOLS, tools)
 }
 
 /// Begin → the tool as node `Tool:T` (class `class`) → Message showing `output`.
 fn node_canvas(class: &str, params: Value, output: &str) -> Value {
-    json!({"components": {
-        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Tool:T"], "upstream": []},
-        "Tool:T": {"obj": {"component_name": class, "params": params},
-            "downstream": ["Message:Out"], "upstream": ["begin"]},
-        "Message:Out": {"obj": {"component_name": "Message",
-            "params": {"content": [format!("{{Tool:T@{output}}}")]}}, "downstream": [], "upstream": ["Tool:T"]},
-    }})
+    canvases::node_canvas(class, "Tool:T", params, output)
 }
 
 /// Run `flow` with query `q` (and `mock`, if any) and `env`; the exit code and the
 /// events.
 fn run_code(
-    dir: &Path,
     flow: &Value,
     mock: Option<&Value>,
     q: &str,
     env: &[(&str, String)],
 ) -> (Option<i32>, Vec<Value>) {
-    let flow = write(dir, "flow.json", flow);
-    let mut cmd = canvas();
-    cmd.args([
+    let mut cli = CanvasCli::new().json("flow.json", flow).args([
         "run",
-        &flow,
+        "flow.json",
         "-q",
         q,
         "--format",
@@ -63,49 +37,32 @@ fn run_code(
         "--allow-private-network",
     ]);
     if let Some(m) = mock {
-        cmd.args(["--mock-llm", &write(dir, "mock.json", m)]);
+        cli = cli.mock_llm(m);
     }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.timeout(TIMEOUT).output().unwrap();
-    let code = out.status.code();
+    let ran = cli.envs(env.iter().cloned()).run();
+    let code = ran.exit_code();
     if code != Some(0) && code != Some(1) {
-        panic!("{}", stderr(&out));
+        panic!("{}", ran.stderr());
     }
-    (code, events(&out.stdout))
+    (code, ran.events())
 }
 
 /// A run that must succeed; its events.
-fn run(
-    dir: &Path,
-    flow: &Value,
-    mock: Option<&Value>,
-    q: &str,
-    env: &[(&str, String)],
-) -> Vec<Value> {
-    let (code, evs) = run_code(dir, flow, mock, q, env);
+fn run(flow: &Value, mock: Option<&Value>, q: &str, env: &[(&str, String)]) -> Vec<Value> {
+    let (code, evs) = run_code(flow, mock, q, env);
     assert_eq!(code, Some(0), "{:?}", trace(&evs));
     evs
 }
 
 /// A run whose tool node fails (a node's `_ERROR` fails the run, as in RAGFlow); the
 /// tool's `_ERROR`.
-fn run_failing(dir: &Path, flow: &Value, q: &str, env: &[(&str, String)]) -> String {
-    let (code, evs) = run_code(dir, flow, None, q, env);
+fn run_failing(flow: &Value, q: &str, env: &[(&str, String)]) -> String {
+    let (code, evs) = run_code(flow, None, q, env);
     assert_eq!(code, Some(1), "{:?}", trace(&evs));
     node_outputs(&evs)["_ERROR"]
         .as_str()
         .unwrap_or_else(|| panic!("no _ERROR: {:?}", node_outputs(&evs)))
         .to_string()
-}
-
-/// The text streamed by `message` events.
-fn streamed(evs: &[Value]) -> String {
-    evs.iter()
-        .filter(|e| e["event"] == "message")
-        .filter_map(|e| e["data"]["content"].as_str())
-        .collect()
 }
 
 /// `node_finished.outputs` of `Tool:T`.
@@ -157,7 +114,6 @@ fn deepl_server() -> FakeServer {
 
 #[test]
 fn deepl_translates_for_an_agent_after_a_rate_limit() {
-    let dir = tempfile::tempdir().unwrap();
     let server = deepl_server();
     let flow = agent_canvas(json!([
         {"component_name": "DeepL", "name": "DeepL", "params": {"auth_key": "k-1:fx", "target_lang": "EN-US"}},
@@ -167,7 +123,6 @@ fn deepl_translates_for_an_agent_after_a_rate_limit() {
         {"match": "translate", "tool_calls": [{"name": "deepl_translate_0", "arguments": {"query": "你好，世界"}}]},
     ]});
     let evs = run(
-        dir.path(),
         &flow,
         Some(&mock),
         "translate 你好，世界",
@@ -191,11 +146,9 @@ fn deepl_translates_for_an_agent_after_a_rate_limit() {
 
 #[test]
 fn deepl_as_a_node_reads_its_key_from_the_environment_and_reports_errors() {
-    let dir = tempfile::tempdir().unwrap();
     let server = deepl_server();
     let flow = node_canvas("DeepL", json!({}), "formalized_content");
     let evs = run(
-        dir.path(),
         &flow,
         None,
         "你好",
@@ -217,12 +170,7 @@ fn deepl_as_a_node_reads_its_key_from_the_environment_and_reports_errors() {
         json!({"auth_key": "bad-key"}),
         "formalized_content",
     );
-    let err = run_failing(
-        dir.path(),
-        &flow,
-        "你好",
-        &[("CANVAS_DEEPL_BASE_URL", server.url(""))],
-    );
+    let err = run_failing(&flow, "你好", &[("CANVAS_DEEPL_BASE_URL", server.url(""))]);
     assert_eq!(
         err,
         "DeepL error: Authorization failure, check auth_key, message: Wrong key"
@@ -231,7 +179,6 @@ fn deepl_as_a_node_reads_its_key_from_the_environment_and_reports_errors() {
     // No key at all: said before any request.
     let before = server.seen().len();
     let err = run_failing(
-        dir.path(),
         &node_canvas("DeepL", json!({}), "formalized_content"),
         "你好",
         &[("CANVAS_DEEPL_BASE_URL", server.url(""))],
@@ -273,7 +220,6 @@ fn qweather_server() -> FakeServer {
 
 #[test]
 fn qweather_looks_up_the_location_then_the_weather_for_an_agent() {
-    let dir = tempfile::tempdir().unwrap();
     let server = qweather_server();
     let flow = agent_canvas(json!([
         {"component_name": "QWeather", "name": "QWeather", "params": {"web_apikey": "qw-key", "lang": "en"}},
@@ -283,7 +229,6 @@ fn qweather_looks_up_the_location_then_the_weather_for_an_agent() {
         {"match": "weather", "tool_calls": [{"name": "qweather_0", "arguments": {"query": "北京"}}]},
     ]});
     let evs = run(
-        dir.path(),
         &flow,
         Some(&mock),
         "weather in Beijing?",
@@ -311,7 +256,6 @@ fn qweather_looks_up_the_location_then_the_weather_for_an_agent() {
 
 #[test]
 fn qweather_as_a_node_gives_indices_api_codes_and_errors() {
-    let dir = tempfile::tempdir().unwrap();
     let server = qweather_server();
     let env = [
         ("CANVAS_QWEATHER_GEO_BASE_URL", server.url("")),
@@ -319,7 +263,6 @@ fn qweather_as_a_node_gives_indices_api_codes_and_errors() {
         ("QWEATHER_API_KEY", "env-key".to_string()),
     ];
     let evs = run(
-        dir.path(),
         &node_canvas("QWeather", json!({"type": "indices"}), "formalized_content"),
         None,
         "北京",
@@ -337,7 +280,6 @@ fn qweather_as_a_node_gives_indices_api_codes_and_errors() {
     // QWeather's rate limit answer carries its own code: RAGFlow's explanation, no retry.
     let before = server.seen().len();
     let evs = run(
-        dir.path(),
         &node_canvas(
             "QWeather",
             json!({"max_retries": 2, "delay_after_error": 0}),
@@ -356,7 +298,6 @@ fn qweather_as_a_node_gives_indices_api_codes_and_errors() {
     // An answer that is not JSON is retried, then reported.
     let before = server.seen().len();
     let err = run_failing(
-        dir.path(),
         &node_canvas(
             "QWeather",
             json!({"type": "airquality", "max_retries": 1, "delay_after_error": 0}),
@@ -377,7 +318,6 @@ fn qweather_as_a_node_gives_indices_api_codes_and_errors() {
 
 #[test]
 fn wencai_is_ragflows_empty_stub() {
-    let dir = tempfile::tempdir().unwrap();
     let flow = agent_canvas(json!([
         {"component_name": "WenCai", "name": "WenCai", "params": {"top_n": 5, "query_type": "stock"}},
     ]));
@@ -387,11 +327,10 @@ fn wencai_is_ragflows_empty_stub() {
         {"match": "stocks to pick\\?\n\\z", "on": "any", "answer": "no data"},
         {"match": "stocks", "tool_calls": [{"name": "iwencai_0", "arguments": {"query": "低估值白酒股"}}]},
     ]});
-    let evs = run(dir.path(), &flow, Some(&mock), "stocks to pick?", &[]);
+    let evs = run(&flow, Some(&mock), "stocks to pick?", &[]);
     assert_eq!(streamed(&evs), "Running the iwencai_0 tool...no data");
 
     let evs = run(
-        dir.path(),
         &node_canvas("WenCai", json!({}), "report"),
         None,
         "白酒",
@@ -428,7 +367,6 @@ fn akshare_server() -> FakeServer {
 
 #[test]
 fn akshare_fetches_stock_news_after_a_rate_limit() {
-    let dir = tempfile::tempdir().unwrap();
     let server = akshare_server();
     let flow = agent_canvas(json!([
         {"component_name": "AkShare", "name": "AkShare", "params": {"top_n": 1, "max_retries": 1, "delay_after_error": 0}},
@@ -439,7 +377,6 @@ fn akshare_fetches_stock_news_after_a_rate_limit() {
         {"match": "news", "tool_calls": [{"name": "akshare_stock_news_0", "arguments": {"query": "600519"}}]},
     ]});
     let evs = run(
-        dir.path(),
         &flow,
         Some(&mock),
         "news of 600519?",
@@ -459,12 +396,10 @@ fn akshare_fetches_stock_news_after_a_rate_limit() {
 
 #[test]
 fn akshare_as_a_node_formats_every_article_or_reports_the_failure() {
-    let dir = tempfile::tempdir().unwrap();
     let server = akshare_server();
     let env = [("CANVAS_AKSHARE_BASE_URL", server.url(""))];
     // Without retries the first (rate-limited) answer is the failure.
     let err = run_failing(
-        dir.path(),
         &node_canvas("AkShare", json!({}), "formalized_content"),
         "600519",
         &env,
@@ -474,7 +409,6 @@ fn akshare_as_a_node_formats_every_article_or_reports_the_failure() {
         "East Money answered HTTP 429: <html>Too Many Requests</html>"
     );
     let evs = run(
-        dir.path(),
         &node_canvas("AkShare", json!({"top_n": 10}), "formalized_content"),
         None,
         "600519",
@@ -632,7 +566,6 @@ fn html_body(data: &str) -> String {
 
 #[test]
 fn email_is_sent_for_an_agent_after_a_busy_greeting() {
-    let dir = tempfile::tempdir().unwrap();
     // The first connection is turned away (RAGFlow's SMTPConnectError: retried).
     let sink = SmtpSink::start("bot-user", |n| {
         if n == 1 {
@@ -650,7 +583,7 @@ fn email_is_sent_for_an_agent_after_a_busy_greeting() {
             "to_email": "alice@example.com", "cc_email": "bob@example.com, carol@example.com",
             "subject": "Weekly report", "content": "<b>All good</b>"}}]},
     ]});
-    let evs = run(dir.path(), &flow, Some(&mock), "send the report", &[]);
+    let evs = run(&flow, Some(&mock), "send the report", &[]);
     assert_eq!(streamed(&evs), "Running the email_0 tool...Sent.");
     let sessions = sink.sessions();
     assert_eq!(sessions.len(), 2, "{sessions:?}");
@@ -696,14 +629,12 @@ fn email_is_sent_for_an_agent_after_a_busy_greeting() {
 
 #[test]
 fn email_as_a_node_reports_success_or_a_refused_login() {
-    let dir = tempfile::tempdir().unwrap();
     let sink = SmtpSink::start("bot-user", |_| "220 sink ESMTP");
     let params = email_params(&sink, "secret");
     let mut with_subject = params.clone();
     with_subject["subject"] = json!("周报");
     with_subject["content"] = json!("<p>完成</p>");
     let evs = run(
-        dir.path(),
         &node_canvas("Email", with_subject, "success"),
         None,
         "alice@example.com",
@@ -724,7 +655,6 @@ fn email_as_a_node_reports_success_or_a_refused_login() {
 
     // A refused login is final: no retry, `success` false.
     let err = run_failing(
-        dir.path(),
         &node_canvas("Email", email_params(&sink, "wrong"), "success"),
         "alice@example.com",
         &[],
@@ -860,7 +790,6 @@ fn yahoo_env(server: &FakeServer) -> [(&'static str, String); 2] {
 
 #[test]
 fn yahoo_finance_reports_every_section_for_an_agent_after_a_rate_limit() {
-    let dir = tempfile::tempdir().unwrap();
     let server = yahoo_server(true, false);
     let flow = agent_canvas(json!([
         {"component_name": "YahooFinance", "name": "YahooFinance", "params": {
@@ -875,7 +804,6 @@ fn yahoo_finance_reports_every_section_for_an_agent_after_a_rate_limit() {
         {"match": "Apple", "tool_calls": [{"name": "yahoo_finance_0", "arguments": {"stock_code": "aapl"}}]},
     ]});
     let evs = run(
-        dir.path(),
         &flow,
         Some(&mock),
         "How is Apple doing?",
@@ -957,10 +885,8 @@ fn yahoo_finance_reports_every_section_for_an_agent_after_a_rate_limit() {
 
 #[test]
 fn yahoo_finance_as_a_node_gives_the_default_report_or_the_rate_limit() {
-    let dir = tempfile::tempdir().unwrap();
     let server = yahoo_server(false, false);
     let evs = run(
-        dir.path(),
         &node_canvas("YahooFinance", json!({}), "report"),
         None,
         "aapl",
@@ -1003,7 +929,6 @@ fn yahoo_finance_as_a_node_gives_the_default_report_or_the_rate_limit() {
 
     let limited = yahoo_server(false, true);
     let err = run_failing(
-        dir.path(),
         &node_canvas("YahooFinance", json!({"info": false}), "report"),
         "AAPL",
         &yahoo_env(&limited),
