@@ -8,8 +8,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::reference::{Found, retrieve_chunks};
-use super::web::{failed, http_client, input_text, send_answer};
+use super::reference::Found;
+use super::web::{failed, http_client, input_text, publish, send_answer};
 use super::{Call, Param, Tool, ToolMeta};
 use canvas_engine::{BuildError, CResult};
 use canvas_pyrt::{Object, py_str};
@@ -148,14 +148,7 @@ impl Tool for Bgpt {
         let mut last = String::new();
         for attempt in 0..=retries {
             match self.attempt(&client, &url, &payload).await {
-                Ok(results) => {
-                    let found: Vec<Found> = results.iter().map(found).collect();
-                    let (chunks, aggs, text) = retrieve_chunks(&found);
-                    call.add_reference(&chunks, &aggs);
-                    call.set_output("formalized_content", json!(text));
-                    call.set_output("json", Value::Array(results));
-                    return Ok(Some(json!(text)));
-                }
+                Ok(results) => return publish(call, results, found),
                 Err(Attempt::Final(e)) => {
                     last = e;
                     break;

@@ -174,12 +174,7 @@ const VOID: &[&str] = &["area", "br", "col", "hr", "img", "source", "track", "wb
 /// the meaningful ones (crawl4ai's `cleaned_html`).
 fn cleaned_html(html: &str) -> String {
     let doc = Html::parse_document(html);
-    let root = doc
-        .root_element()
-        .children()
-        .filter_map(ElementRef::wrap)
-        .find(|e| e.value().name() == "body")
-        .unwrap_or(doc.root_element());
+    let root = body(&doc);
     let mut out = String::new();
     // (node, closing): explicit stack, page depth is attacker-controlled.
     let mut stack = vec![(*root, false)];
@@ -219,6 +214,15 @@ fn cleaned_html(html: &str) -> String {
     out
 }
 
+/// The page's `<body>`, else the whole document.
+fn body(doc: &Html) -> ElementRef<'_> {
+    doc.root_element()
+        .children()
+        .filter_map(ElementRef::wrap)
+        .find(|e| e.value().name() == "body")
+        .unwrap_or(doc.root_element())
+}
+
 fn escape(t: &str) -> String {
     t.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -235,12 +239,7 @@ enum Step<N> {
 /// absolute against the page URL), emphasis, code, quotes, rules and simple tables.
 fn markdown(html: &str, base: &Url) -> String {
     let doc = Html::parse_document(html);
-    let root = doc
-        .root_element()
-        .children()
-        .filter_map(ElementRef::wrap)
-        .find(|e| e.value().name() == "body")
-        .unwrap_or(doc.root_element());
+    let root = body(&doc);
     let mut md = Markdown {
         out: String::new(),
         lists: Vec::new(),

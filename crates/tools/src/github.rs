@@ -12,9 +12,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::reference::{Found, retrieve_chunks};
+use super::reference::Found;
 use super::web::{
-    check_positive_integer, failed, http_client, input_text, send_answer, text_field,
+    check_positive_integer, failed, http_client, input_text, publish, send_answer, text_field,
 };
 use super::{Call, Param, Tool, ToolMeta};
 use canvas_engine::template::plain_text;
@@ -99,14 +99,7 @@ impl Tool for GitHub {
         })
         .await;
         match res {
-            Ok(items) => {
-                let found: Vec<Found> = items.iter().map(found).collect();
-                let (chunks, aggs, text) = retrieve_chunks(&found);
-                call.add_reference(&chunks, &aggs);
-                call.set_output("formalized_content", json!(text));
-                call.set_output("json", Value::Array(items));
-                Ok(Some(json!(text)))
-            }
+            Ok(items) => publish(call, items, found),
             Err(e) => failed(call, "GitHub", e),
         }
     }

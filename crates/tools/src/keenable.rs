@@ -8,10 +8,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::reference::{Found, retrieve_chunks};
+use super::reference::Found;
 use super::web::{
-    check_positive_integer, check_valid_value, failed, http_client, input_text, send_answer,
-    text_field,
+    check_positive_integer, check_valid_value, failed, http_client, input_text, publish,
+    send_answer, text_field,
 };
 use super::{Call, Param, Tool, ToolMeta};
 use canvas_engine::{BuildError, CResult};
@@ -148,14 +148,7 @@ impl Tool for Keenable {
         })
         .await;
         match res {
-            Ok(results) => {
-                let found: Vec<Found> = results.iter().map(found).collect();
-                let (chunks, aggs, text) = retrieve_chunks(&found);
-                call.add_reference(&chunks, &aggs);
-                call.set_output("formalized_content", json!(text));
-                call.set_output("json", Value::Array(results));
-                Ok(Some(json!(text)))
-            }
+            Ok(results) => publish(call, results, found),
             Err(e) => failed(call, "Keenable", e),
         }
     }

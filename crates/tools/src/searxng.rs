@@ -10,8 +10,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::reference::{Found, retrieve_chunks};
-use super::web::{failed, input_text, send_answer, text_field};
+use super::reference::Found;
+use super::web::{failed, input_text, publish, send_answer, text_field};
 use super::{Call, Param, Tool, ToolMeta, net::ClientOptions};
 use canvas_engine::{BuildError, CResult};
 use canvas_pyrt::{Object, py_str};
@@ -136,14 +136,7 @@ impl Tool for SearXng {
         })
         .await;
         match res {
-            Ok(results) => {
-                let found: Vec<Found> = results.iter().map(found).collect();
-                let (chunks, aggs, text) = retrieve_chunks(&found);
-                call.add_reference(&chunks, &aggs);
-                call.set_output("formalized_content", json!(text));
-                call.set_output("json", Value::Array(results));
-                Ok(Some(json!(text)))
-            }
+            Ok(results) => publish(call, results, found),
             Err(e) => failed(call, "SearXNG", e),
         }
     }

@@ -11,10 +11,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::reference::{Found, retrieve_chunks};
+use super::reference::Found;
 use super::web::{
     DefaultValue, HttpAnswer, api_key, check_positive_integer, check_valid_value, failed,
-    http_client, input_text, send_answer, text_field, text_of,
+    http_client, input_text, publish, send_answer, text_field, text_of,
 };
 use super::{Call, Param, Tool, ToolMeta};
 use canvas_engine::{BuildError, CResult, ComponentError};
@@ -166,14 +166,7 @@ impl Tool for TavilySearch {
         })
         .await;
         match res {
-            Ok(results) => {
-                let found: Vec<Found> = results.iter().map(found).collect();
-                let (chunks, aggs, text) = retrieve_chunks(&found);
-                call.add_reference(&chunks, &aggs);
-                call.set_output("formalized_content", json!(text));
-                call.set_output("json", Value::Array(results));
-                Ok(Some(json!(text)))
-            }
+            Ok(results) => publish(call, results, found),
             Err(e) => failed(call, "Tavily", e),
         }
     }

@@ -286,6 +286,22 @@ pub fn failed(call: &Call<'_>, tool: &str, msg: String) -> CResult<Option<Value>
     Ok(Some(json!(text)))
 }
 
+/// A search tool's results, as RAGFlow's JSON-API search tools publish them: chunks in
+/// the run's reference store, knowledge blocks in `formalized_content` (which the model
+/// reads, and the call returns), the raw results in `json`.
+pub fn publish(
+    call: &Call<'_>,
+    results: Vec<Value>,
+    found: impl Fn(&Value) -> Found,
+) -> CResult<Option<Value>> {
+    let found: Vec<Found> = results.iter().map(found).collect();
+    let (chunks, aggs, text) = retrieve_chunks(&found);
+    call.add_reference(&chunks, &aggs);
+    call.set_output("formalized_content", json!(text));
+    call.set_output("json", Value::Array(results));
+    Ok(Some(json!(text)))
+}
+
 /// A key: the parameter when non-blank, else the environment variable.
 pub fn api_key(call: &Call<'_>, param: &str, var: &str) -> Option<String> {
     let p = call.param_str(param, "").trim();
