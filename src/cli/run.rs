@@ -43,12 +43,8 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
     // is stored, so they leave no run behind.
     let models = args.turn.models.setup()?;
     models.check(&canvas, &label)?;
-    let tools = std::sync::Arc::new(
-        args.turn
-            .tools
-            .env(args.turn.models.llm_config.as_deref())?,
-    );
-    let store = args.turn.open_store()?;
+    let tools = std::sync::Arc::new(args.turn.tools.env(args.turn.models.llm_config())?);
+    let store = args.turn.store.open()?;
     let source = if label == "-" {
         "-".to_string()
     } else {
@@ -59,9 +55,8 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
     let record = RunRecord::new(source, loaded.text);
     let query = args.turn.query.clone();
     let inputs_json = Value::Object(run_inputs.clone());
-    let turn = store
-        .create_run_with_turn(&record, TurnKind::Start, &query, &inputs_json)
-        .map_err(|e| CliError::new(super::exit::FAILED, format!("run store: {e}")))?;
+    let turn = store.create_run_with_turn(&record, TurnKind::Start, &query, &inputs_json)?;
+    tracing::info!(run_id = %record.id, source = %record.source, "run created");
     let session = Session {
         label,
         canvas: &canvas,

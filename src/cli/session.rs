@@ -3,14 +3,14 @@
 //! lease and its watcher (lease renewal, cancel requests), Ctrl-C, the questions asked
 //! in the terminal, and each turn's final status.
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde_json::Value;
 
 use super::{CliError, exit};
@@ -20,21 +20,12 @@ use canvas_engine::{
     StopSignal, run_turn,
 };
 use canvas_pyrt::Object;
-use canvas_store::{RunStatus, SqliteStore, Store, TurnEnd, TurnKind, lease_holder};
-use canvas_ui::{JsonlRenderer, Renderer, RunEnd, SseRenderer, TextOptions, TextRenderer};
+use canvas_store::{RunStatus, Store, TurnEnd, TurnKind, lease_holder};
+use canvas_ui::{Renderer, RunEnd};
 
-/// Output formats of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RunFormat {
-    // Readable text (default on a terminal).
-    Text,
-    // One JSON event per line (default otherwise).
-    Jsonl,
-    // RAGFlow's SSE framing: `data:{json}` frames, then `data:[DONE]`.
-    Sse,
-}
+use super::opts::{OutputOpts, StoreOpts};
 
-/// Options shared by `run` and `resume`.
+/// Options shared by `run`, `resume` and `chat`.
 #[derive(Debug, Clone, Args)]
 pub struct TurnArgs {
     /// `sys.query` for this turn.
@@ -52,18 +43,12 @@ pub struct TurnArgs {
     /// A JSON or YAML file mapping field keys to values.
     #[arg(long = "inputs", value_name = "FILE")]
     pub inputs: Option<PathBuf>,
-    /// text (default on a terminal), jsonl (one event per line) or sse.
-    #[arg(long, value_enum, hide_possible_values = true)]
-    pub format: Option<RunFormat>,
-    /// SQLite run store [$CANVAS_STORE, else ~/.local/share/canvas/canvas.db].
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
-    /// Where model calls go.
+    /// How events are shown.
     #[command(flatten)]
-    pub models: super::models::ModelArgs,
-    /// What tools may reach and how.
+    pub output: OutputOpts,
+    /// Where runs are stored.
     #[command(flatten)]
-    pub tools: super::tools::ToolArgs,
+    pub store: StoreOpts,
     /// Never prompt (implied when stdin is not a terminal).
     #[arg(long)]
     pub non_interactive: bool,
@@ -76,62 +61,21 @@ pub struct TurnArgs {
     /// Seed for random choices (Message alternatives): reproducible runs.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// More output: node starts, error causes.
-    #[arg(short = 'v', long)]
-    pub verbose: bool,
-    /// Less output: message text and errors only.
-    #[arg(long, conflicts_with = "verbose")]
-    pub quiet: bool,
+    // The groups with their own help headings come last: a heading applies to the
+    // flags declared after it.
+    /// Where model calls go.
+    #[command(flatten)]
+    pub models: super::models::ModelArgs,
+    /// What tools may reach and how.
+    #[command(flatten)]
+    pub tools: super::tools::ToolArgs,
 }
 
 impl TurnArgs {
-    /// Open the store these options name.
-    pub fn open_store(&self) -> Result<SqliteStore, CliError> {
-        let path = self
-            .store
-            .clone()
-            .unwrap_or_else(canvas_store::default_path);
-        SqliteStore::open(&path).map_err(|e| {
-            CliError::invalid(format!(
-                "{}: cannot open the run store: {e}",
-                path.display()
-            ))
-        })
-    }
-
-    /// Whether the turn's output is text on a terminal (which shows its own summary).
-    fn shows_text_on_terminal(&self) -> bool {
-        let tty = io::stdout().is_terminal();
-        !self.quiet && tty && self.format.is_none_or(|f| f == RunFormat::Text)
-    }
-
+    /// The renderer for this turn's output.
     fn renderer(&self) -> Box<dyn Renderer> {
-        let stdout = io::stdout();
-        let format = self.format.unwrap_or(if stdout.is_terminal() {
-            RunFormat::Text
-        } else {
-            RunFormat::Jsonl
-        });
-        match format {
-            RunFormat::Jsonl => Box::new(JsonlRenderer::new(io::BufWriter::new(stdout))),
-            RunFormat::Sse => Box::new(SseRenderer::new(io::BufWriter::new(stdout))),
-            RunFormat::Text => {
-                let tty = stdout.is_terminal();
-                let color = tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-                let spinner = io::stderr().is_terminal() && !self.quiet;
-                Box::new(TextRenderer::new(
-                    stdout,
-                    TextOptions {
-                        color,
-                        spinner,
-                        verbose: self.verbose,
-                        quiet: self.quiet,
-                        prompts: canvas_ui::prompt::can_prompt(self.non_interactive),
-                        answered_later: false,
-                    },
-                ))
-            }
-        }
+        self.output
+            .renderer(canvas_ui::prompt::can_prompt(self.non_interactive))
     }
 }
 
@@ -254,13 +198,7 @@ impl Session<'_> {
     pub fn drive(&self, state: RunState, next: Next) -> Result<Driven, CliError> {
         let run_id = self.run_id.clone();
         let holder = lease_holder();
-        let store_err =
-            |e: canvas_store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
-        if !self
-            .store
-            .acquire_lease(&run_id, &holder, LEASE_TTL)
-            .map_err(store_err)?
-        {
+        if !self.store.acquire_lease(&run_id, &holder, LEASE_TTL)? {
             let owner = self.store.lease_owner(&run_id).ok().flatten();
             return Err(CliError::invalid(format!(
                 "run {run_id} is being run by another process{}",
@@ -286,8 +224,6 @@ impl Session<'_> {
         mut next: Next,
         stop: &StopSignal,
     ) -> Result<Driven, CliError> {
-        let store_err =
-            |e: canvas_store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
         // `-i` answers forms ahead only when it is not the answer to the pending form
         // itself (`resume` of a waiting run) or a next turn's inputs.
         let mut presets = Presets {
@@ -305,10 +241,12 @@ impl Session<'_> {
                     query,
                     inputs,
                 } => {
-                    let n = self
-                        .store
-                        .begin_turn(&self.run_id, kind, &query, &Value::Object(inputs.clone()))
-                        .map_err(store_err)?;
+                    let n = self.store.begin_turn(
+                        &self.run_id,
+                        kind,
+                        &query,
+                        &Value::Object(inputs.clone()),
+                    )?;
                     (
                         n,
                         self.config(query, inputs, kind == TurnKind::Answer, stop),
@@ -316,8 +254,7 @@ impl Session<'_> {
                 }
                 Next::Continue { turn, again } => {
                     self.store
-                        .set_status(&self.run_id, RunStatus::Running, None, None)
-                        .map_err(store_err)?;
+                        .set_status(&self.run_id, RunStatus::Running, None, None)?;
                     let (query, inputs, resume) = match again {
                         Some((kind, q, i)) => (q, i, kind == TurnKind::Answer),
                         None => (String::new(), Object::new(), false),
@@ -325,7 +262,7 @@ impl Session<'_> {
                     (turn, self.config(query, inputs, resume, stop))
                 }
             };
-            self.store.clear_cancel(&self.run_id).map_err(store_err)?;
+            self.store.clear_cancel(&self.run_id)?;
             let (after, code, form, preset) = self.one_turn(state, turn_no, &cfg, &mut presets)?;
             state = after;
             if let Some(inputs) = preset {
@@ -596,7 +533,7 @@ impl Session<'_> {
         })?;
         // The text summary on a terminal already says how to answer; elsewhere (JSON
         // lines, redirected text) stderr carries the run id, as the contract says.
-        let summary_shown = self.args.shows_text_on_terminal();
+        let summary_shown = self.args.output.shows_text_on_terminal();
         if let (Some(f), None) = (&form, &preset) {
             if !canvas_ui::prompt::can_prompt(self.args.non_interactive) && !summary_shown {
                 let fields: Vec<String> = f["inputs"]
