@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::Value;
 
-use super::session::{Next, Session, TurnArgs};
+use super::session::{Next, Session, TurnArgs, TurnRequest};
 use super::{CliError, exit};
 use canvas_components::Registry;
 use canvas_dsl as dsl;
@@ -92,23 +92,23 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
             }
             continue;
         }
-        let next = if first {
-            let empty = Value::Object(Object::new());
-            let turn = store.create_run_with_turn(&record, TurnKind::Start, &query, &empty)?;
-            tracing::info!(run_id = %record.id, source = %record.source, "run created");
-            Next::Continue {
-                turn,
-                again: Some((TurnKind::Start, query, Object::new())),
-            }
+        // Each line is one turn's request; the first one stores the run with it.
+        let request = TurnRequest {
+            kind: if first {
+                TurnKind::Start
+            } else {
+                TurnKind::Next
+            },
+            query,
+            inputs: Object::new(),
+        };
+        let driven = if first {
+            session.start(&record, request, state)
         } else {
-            Next::Turn {
-                kind: TurnKind::Next,
-                query,
-                inputs: Object::new(),
-            }
+            session.drive(state, Next::Turn(request))
         };
         first = false;
-        match session.drive(state, next) {
+        match driven {
             Ok(d) => {
                 state = d.state;
                 code = d.code;

@@ -5,7 +5,7 @@
 use clap::Args;
 use serde_json::Value;
 
-use super::session::{Next, Session, TurnArgs};
+use super::session::{Next, Session, TurnArgs, TurnRequest};
 use super::{CliError, exit, inputs};
 use canvas_components::Registry;
 use canvas_dsl::{self as dsl, Format};
@@ -82,11 +82,11 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
                 // state before it.
                 (_, Some(t)) => Next::Continue {
                     turn: t.turn,
-                    again: Some((
-                        t.kind,
-                        t.query,
-                        t.inputs.as_object().cloned().unwrap_or_default(),
-                    )),
+                    again: Some(TurnRequest {
+                        kind: t.kind,
+                        query: t.query,
+                        inputs: t.inputs.as_object().cloned().unwrap_or_default(),
+                    }),
                 },
                 (_, None) => {
                     return Err(CliError::invalid(format!(
@@ -163,15 +163,12 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
     let state = state.unwrap_or_else(|| canvas.fresh_state());
     let ask_here = resume && run_inputs.is_empty();
     let next = if !ask_here {
-        Next::Turn {
-            kind: if resume {
-                TurnKind::Answer
-            } else {
-                TurnKind::Next
-            },
-            query: args.turn.query.clone(),
-            inputs: run_inputs,
-        }
+        let kind = if resume {
+            TurnKind::Answer
+        } else {
+            TurnKind::Next
+        };
+        Next::Turn(args.turn.request(kind, run_inputs))
     } else {
         // Waiting, nothing given, and a terminal: ask the pending form there.
         Next::Ask {

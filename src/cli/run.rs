@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::Value;
 
-use super::session::{Next, Session, TurnArgs};
+use super::session::{Session, TurnArgs};
 use super::{CliError, inputs};
 use canvas_components::Registry;
 use canvas_dsl as dsl;
 use canvas_engine::Canvas;
-use canvas_store::{RunRecord, Store, TurnKind};
+use canvas_store::{RunRecord, TurnKind};
 
 /// Options of `canvas run`.
 #[derive(Debug, Args)]
@@ -53,10 +53,8 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
             .unwrap_or(label.clone())
     };
     let record = RunRecord::new(source, loaded.text);
-    let query = args.turn.query.clone();
-    let inputs_json = Value::Object(run_inputs.clone());
-    let turn = store.create_run_with_turn(&record, TurnKind::Start, &query, &inputs_json)?;
-    tracing::info!(run_id = %record.id, source = %record.source, "run created");
+    // The turn's request, built once: `-q` and the inputs, typed by Begin's fields.
+    let request = args.turn.request(TurnKind::Start, run_inputs);
     let session = Session {
         label,
         canvas: &canvas,
@@ -66,13 +64,8 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
         models: &models,
         tools,
     };
-    // The first turn is already recorded with the run: it is run as a recorded turn.
-    let next = Next::Continue {
-        turn,
-        again: Some((TurnKind::Start, query, run_inputs)),
-    };
     session
-        .drive(canvas.fresh_state(), next)
+        .start(&record, request, canvas.fresh_state())
         .map(|driven| driven.code)
 }
 
