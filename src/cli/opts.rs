@@ -96,9 +96,15 @@ pub fn find_in(store: &dyn Store, id: &str) -> Result<RunRecord, CliError> {
                 .list_runs(None, 0)
                 .map(|runs| runs.into_iter().map(|r| r.id).collect())
                 .unwrap_or_default();
-            let hint = super::suggest::closest(id, ids.iter().map(String::as_str))
-                .map(|s| format!("did you mean \"{s}\"? ({RUNS_HINT})"))
-                .unwrap_or_else(|| RUNS_HINT.to_string());
+            // Ids are often given as prefixes: compare with each id cut to the same length.
+            let cut: Vec<&str> = ids.iter().map(|i| i.get(..id.len()).unwrap_or(i)).collect();
+            let hint = match super::suggest::closest(id, cut.iter().copied()) {
+                Some(near) => {
+                    let full = ids.iter().find(|i| i.starts_with(near)).map_or(near, |i| i);
+                    format!("{RUNS_HINT}; did you mean {full}?")
+                }
+                None => RUNS_HINT.to_string(),
+            };
             Err(CliError::invalid(e.to_string()).hint(hint))
         }
         Err(e @ StoreError::Ambiguous { .. }) => {
