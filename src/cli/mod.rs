@@ -20,6 +20,8 @@ mod runs;
 mod session;
 mod show;
 mod suggest;
+#[cfg(test)]
+mod tests;
 mod tools;
 mod validate;
 
