@@ -26,12 +26,7 @@ pub fn exec(args: CancelArgs) -> Result<u8, CliError> {
             path.display()
         )));
     }
-    let store = SqliteStore::open(&path).map_err(|e| {
-        CliError::invalid(format!(
-            "{}: cannot open the run store: {e}",
-            path.display()
-        ))
-    })?;
+    let store = SqliteStore::open(&path).map_err(|e| super::opts::cannot_open(&path, &e))?;
     let rec = super::opts::find_in(&store, &args.run_id)?;
     if rec.status != RunStatus::Running {
         return Err(CliError::invalid(format!(

@@ -114,7 +114,8 @@ pub fn find_in(store: &dyn Store, id: &str) -> Result<RunRecord, CliError> {
     }
 }
 
-fn cannot_open(path: &Path, e: &dyn std::fmt::Display) -> CliError {
+/// The store at `path` could not be opened (exit 2).
+pub fn cannot_open(path: &Path, e: &dyn std::fmt::Display) -> CliError {
     CliError::invalid(format!(
         "{}: cannot open the run store: {e}",
         path.display()
