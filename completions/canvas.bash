@@ -94,7 +94,7 @@ _canvas() {
             return 0
             ;;
         canvas__subcmd__chat)
-            opts="-q -i -v -h --query --input --inputs --format --store --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --non-interactive --max-parallel --timeout --seed --verbose --quiet --help"
+            opts="-q -i -v -h --query --input --inputs --format --verbose --quiet --store --non-interactive --max-parallel --timeout --seed --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -128,6 +128,18 @@ _canvas() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --mock-llm)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -153,18 +165,6 @@ _canvas() {
                     return 0
                     ;;
                 --output-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-parallel)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --seed)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -300,7 +300,7 @@ _canvas() {
             return 0
             ;;
         canvas__subcmd__resume)
-            opts="-q -i -v -h --canvas-changed --query --input --inputs --format --store --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --non-interactive --max-parallel --timeout --seed --verbose --quiet --help"
+            opts="-q -i -v -h --canvas-changed --query --input --inputs --format --verbose --quiet --store --non-interactive --max-parallel --timeout --seed --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -338,6 +338,18 @@ _canvas() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --mock-llm)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -366,18 +378,6 @@ _canvas() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --max-parallel)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --seed)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -386,7 +386,7 @@ _canvas() {
             return 0
             ;;
         canvas__subcmd__run)
-            opts="-q -i -v -h --query --input --inputs --format --store --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --non-interactive --max-parallel --timeout --seed --verbose --quiet --help"
+            opts="-q -i -v -h --query --input --inputs --format --verbose --quiet --store --non-interactive --max-parallel --timeout --seed --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -420,6 +420,18 @@ _canvas() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --mock-llm)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -445,18 +457,6 @@ _canvas() {
                     return 0
                     ;;
                 --output-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-parallel)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --seed)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -45,46 +45,46 @@ complete -c canvas -n "__fish_canvas_using_subcommand run" -l inputs -d 'A JSON 
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l format -d 'text (default on a terminal), jsonl (one event per line) or sse' -r -f -a "text\t''
 jsonl\t''
 sse\t''"
-complete -c canvas -n "__fish_canvas_using_subcommand run" -l store -d 'SQLite run store [$CANVAS_STORE, else ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand run" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand run" -l max-parallel -d 'Most components running at once' -r
+complete -c canvas -n "__fish_canvas_using_subcommand run" -l timeout -d 'Wall-clock limit for the whole turn, in seconds' -r
+complete -c canvas -n "__fish_canvas_using_subcommand run" -l seed -d 'Seed for random choices (Message alternatives): reproducible runs' -r
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l mock-llm -d 'Answer every model call from a script (docs/mock-llm.md), offline' -r -F
-complete -c canvas -n "__fish_canvas_using_subcommand run" -l llm-config -d 'Providers (docs/providers.md) [$CANVAS_LLM_CONFIG, ~/.config/canvas/llm.yaml]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand run" -l llm-config -d 'Provider configuration (docs/providers.md)' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l model -d 'The model of components whose llm_id is empty' -r
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l record -d 'Save every model call and its answer (for --replay)' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l replay -d 'Answer model calls from a --record file; any other call fails' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l mcp-config -d 'Where the MCP servers an Agent names are (YAML)' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l output-dir -d 'Where generated files go (documents, workbooks, code artifacts)' -r -F
-complete -c canvas -n "__fish_canvas_using_subcommand run" -l max-parallel -d 'Most components running at once' -r
-complete -c canvas -n "__fish_canvas_using_subcommand run" -l timeout -d 'Wall-clock limit for the whole turn, in seconds' -r
-complete -c canvas -n "__fish_canvas_using_subcommand run" -l seed -d 'Seed for random choices (Message alternatives): reproducible runs' -r
-complete -c canvas -n "__fish_canvas_using_subcommand run" -l allow-private-network -d 'Let tools reach private addresses [also: CANVAS_ALLOW_PRIVATE=1]'
-complete -c canvas -n "__fish_canvas_using_subcommand run" -l allow-sql-writes -d 'Let ExeSQL run INSERT, UPDATE and DELETE (refused by default)'
-complete -c canvas -n "__fish_canvas_using_subcommand run" -l non-interactive -d 'Never prompt (implied when stdin is not a terminal)'
-complete -c canvas -n "__fish_canvas_using_subcommand run" -s v -l verbose -d 'More output: node starts, error causes'
+complete -c canvas -n "__fish_canvas_using_subcommand run" -s v -l verbose -d 'More output: node starts, logs on stderr, error causes'
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l quiet -d 'Less output: message text and errors only'
+complete -c canvas -n "__fish_canvas_using_subcommand run" -l non-interactive -d 'Never prompt (implied when stdin is not a terminal)'
+complete -c canvas -n "__fish_canvas_using_subcommand run" -l allow-private-network -d 'Let tools reach private addresses'
+complete -c canvas -n "__fish_canvas_using_subcommand run" -l allow-sql-writes -d 'Let ExeSQL run INSERT, UPDATE and DELETE (refused by default)'
 complete -c canvas -n "__fish_canvas_using_subcommand run" -s h -l help -d 'Print help'
-complete -c canvas -n "__fish_canvas_using_subcommand resume" -l canvas-changed -d 'Run the stored canvas even though its file changed since the run started' -r -f -a "ok\t''"
+complete -c canvas -n "__fish_canvas_using_subcommand resume" -l canvas-changed -d 'Run the stored canvas even if its file changed since the run started' -r -f -a "ok\t''"
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -s q -l query -d '`sys.query` for this turn' -r
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -s i -l input -d 'A Begin input or form field, as KEY=VALUE (repeatable)' -r
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l inputs -d 'A JSON or YAML file mapping field keys to values' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l format -d 'text (default on a terminal), jsonl (one event per line) or sse' -r -f -a "text\t''
 jsonl\t''
 sse\t''"
-complete -c canvas -n "__fish_canvas_using_subcommand resume" -l store -d 'SQLite run store [$CANVAS_STORE, else ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand resume" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand resume" -l max-parallel -d 'Most components running at once' -r
+complete -c canvas -n "__fish_canvas_using_subcommand resume" -l timeout -d 'Wall-clock limit for the whole turn, in seconds' -r
+complete -c canvas -n "__fish_canvas_using_subcommand resume" -l seed -d 'Seed for random choices (Message alternatives): reproducible runs' -r
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l mock-llm -d 'Answer every model call from a script (docs/mock-llm.md), offline' -r -F
-complete -c canvas -n "__fish_canvas_using_subcommand resume" -l llm-config -d 'Providers (docs/providers.md) [$CANVAS_LLM_CONFIG, ~/.config/canvas/llm.yaml]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand resume" -l llm-config -d 'Provider configuration (docs/providers.md)' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l model -d 'The model of components whose llm_id is empty' -r
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l record -d 'Save every model call and its answer (for --replay)' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l replay -d 'Answer model calls from a --record file; any other call fails' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l mcp-config -d 'Where the MCP servers an Agent names are (YAML)' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l output-dir -d 'Where generated files go (documents, workbooks, code artifacts)' -r -F
-complete -c canvas -n "__fish_canvas_using_subcommand resume" -l max-parallel -d 'Most components running at once' -r
-complete -c canvas -n "__fish_canvas_using_subcommand resume" -l timeout -d 'Wall-clock limit for the whole turn, in seconds' -r
-complete -c canvas -n "__fish_canvas_using_subcommand resume" -l seed -d 'Seed for random choices (Message alternatives): reproducible runs' -r
-complete -c canvas -n "__fish_canvas_using_subcommand resume" -l allow-private-network -d 'Let tools reach private addresses [also: CANVAS_ALLOW_PRIVATE=1]'
-complete -c canvas -n "__fish_canvas_using_subcommand resume" -l allow-sql-writes -d 'Let ExeSQL run INSERT, UPDATE and DELETE (refused by default)'
-complete -c canvas -n "__fish_canvas_using_subcommand resume" -l non-interactive -d 'Never prompt (implied when stdin is not a terminal)'
-complete -c canvas -n "__fish_canvas_using_subcommand resume" -s v -l verbose -d 'More output: node starts, error causes'
+complete -c canvas -n "__fish_canvas_using_subcommand resume" -s v -l verbose -d 'More output: node starts, logs on stderr, error causes'
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l quiet -d 'Less output: message text and errors only'
+complete -c canvas -n "__fish_canvas_using_subcommand resume" -l non-interactive -d 'Never prompt (implied when stdin is not a terminal)'
+complete -c canvas -n "__fish_canvas_using_subcommand resume" -l allow-private-network -d 'Let tools reach private addresses'
+complete -c canvas -n "__fish_canvas_using_subcommand resume" -l allow-sql-writes -d 'Let ExeSQL run INSERT, UPDATE and DELETE (refused by default)'
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -s h -l help -d 'Print help'
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -s q -l query -d '`sys.query` for this turn' -r
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -s i -l input -d 'A Begin input or form field, as KEY=VALUE (repeatable)' -r
@@ -92,22 +92,22 @@ complete -c canvas -n "__fish_canvas_using_subcommand chat" -l inputs -d 'A JSON
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l format -d 'text (default on a terminal), jsonl (one event per line) or sse' -r -f -a "text\t''
 jsonl\t''
 sse\t''"
-complete -c canvas -n "__fish_canvas_using_subcommand chat" -l store -d 'SQLite run store [$CANVAS_STORE, else ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand chat" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand chat" -l max-parallel -d 'Most components running at once' -r
+complete -c canvas -n "__fish_canvas_using_subcommand chat" -l timeout -d 'Wall-clock limit for the whole turn, in seconds' -r
+complete -c canvas -n "__fish_canvas_using_subcommand chat" -l seed -d 'Seed for random choices (Message alternatives): reproducible runs' -r
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l mock-llm -d 'Answer every model call from a script (docs/mock-llm.md), offline' -r -F
-complete -c canvas -n "__fish_canvas_using_subcommand chat" -l llm-config -d 'Providers (docs/providers.md) [$CANVAS_LLM_CONFIG, ~/.config/canvas/llm.yaml]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand chat" -l llm-config -d 'Provider configuration (docs/providers.md)' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l model -d 'The model of components whose llm_id is empty' -r
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l record -d 'Save every model call and its answer (for --replay)' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l replay -d 'Answer model calls from a --record file; any other call fails' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l mcp-config -d 'Where the MCP servers an Agent names are (YAML)' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l output-dir -d 'Where generated files go (documents, workbooks, code artifacts)' -r -F
-complete -c canvas -n "__fish_canvas_using_subcommand chat" -l max-parallel -d 'Most components running at once' -r
-complete -c canvas -n "__fish_canvas_using_subcommand chat" -l timeout -d 'Wall-clock limit for the whole turn, in seconds' -r
-complete -c canvas -n "__fish_canvas_using_subcommand chat" -l seed -d 'Seed for random choices (Message alternatives): reproducible runs' -r
-complete -c canvas -n "__fish_canvas_using_subcommand chat" -l allow-private-network -d 'Let tools reach private addresses [also: CANVAS_ALLOW_PRIVATE=1]'
-complete -c canvas -n "__fish_canvas_using_subcommand chat" -l allow-sql-writes -d 'Let ExeSQL run INSERT, UPDATE and DELETE (refused by default)'
-complete -c canvas -n "__fish_canvas_using_subcommand chat" -l non-interactive -d 'Never prompt (implied when stdin is not a terminal)'
-complete -c canvas -n "__fish_canvas_using_subcommand chat" -s v -l verbose -d 'More output: node starts, error causes'
+complete -c canvas -n "__fish_canvas_using_subcommand chat" -s v -l verbose -d 'More output: node starts, logs on stderr, error causes'
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l quiet -d 'Less output: message text and errors only'
+complete -c canvas -n "__fish_canvas_using_subcommand chat" -l non-interactive -d 'Never prompt (implied when stdin is not a terminal)'
+complete -c canvas -n "__fish_canvas_using_subcommand chat" -l allow-private-network -d 'Let tools reach private addresses'
+complete -c canvas -n "__fish_canvas_using_subcommand chat" -l allow-sql-writes -d 'Let ExeSQL run INSERT, UPDATE and DELETE (refused by default)'
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -s h -l help -d 'Print help'
 complete -c canvas -n "__fish_canvas_using_subcommand runs" -l status -d 'Only runs with this status' -r -f -a "running\t''
 waiting\t''
@@ -118,19 +118,19 @@ cancelled\t''"
 complete -c canvas -n "__fish_canvas_using_subcommand runs" -l limit -d 'At most N runs (0 = all)' -r
 complete -c canvas -n "__fish_canvas_using_subcommand runs" -l format -d 'Output format' -r -f -a "table\t'Aligned columns'
 json\t'A JSON array of runs'"
-complete -c canvas -n "__fish_canvas_using_subcommand runs" -l store -d 'SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand runs" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand runs" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c canvas -n "__fish_canvas_using_subcommand show" -l format -d 'Output format' -r -f -a "text\t'Readable lines'
 json\t'One JSON object'"
-complete -c canvas -n "__fish_canvas_using_subcommand show" -l store -d 'SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand show" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c canvas -n "__fish_canvas_using_subcommand events" -l format -d 'Output format [default: text on a terminal, jsonl otherwise]' -r -f -a "text\t'Readable text (default on a terminal)'
 jsonl\t'The stored JSON lines, unchanged (default otherwise)'
 sse\t'RAGFlow\'s SSE framing: `data:{json}` frames, then `data:[DONE]`'"
 complete -c canvas -n "__fish_canvas_using_subcommand events" -l turn -d 'Only the events of turn N (the first turn is 1)' -r
-complete -c canvas -n "__fish_canvas_using_subcommand events" -l store -d 'SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand events" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand events" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c canvas -n "__fish_canvas_using_subcommand cancel" -l store -d 'SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand cancel" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand cancel" -s h -l help -d 'Print help'
 complete -c canvas -n "__fish_canvas_using_subcommand validate" -l format -d 'Output format' -r -f -a "text\t'Findings grouped per file (colored on a terminal)'
 json\t'One JSON document: every file with its findings'

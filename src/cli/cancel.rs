@@ -1,10 +1,9 @@
 //! `canvas cancel RUN_ID`: ask the process running a run to stop at its next node
 //! boundary. The run is stored as cancelled and stays resumable.
 
-use std::path::PathBuf;
-
 use clap::Args;
 
+use super::opts::StoreOpts;
 use super::{CliError, exit};
 use canvas_store::{RunStatus, SqliteStore, Store, TurnEnd};
 
@@ -13,31 +12,22 @@ use canvas_store::{RunStatus, SqliteStore, Store, TurnEnd};
 pub struct CancelArgs {
     /// The run id (a unique prefix, or `latest`).
     pub run_id: String,
-    /// SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db].
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Where runs are stored.
+    #[command(flatten)]
+    pub store: StoreOpts,
 }
 
 /// Run `canvas cancel`.
 pub fn exec(args: CancelArgs) -> Result<u8, CliError> {
-    let path = args.store.unwrap_or_else(canvas_store::default_path);
+    let path = args.store.path();
     if !path.exists() {
         return Err(CliError::invalid(format!(
             "no run store at {}",
             path.display()
         )));
     }
-    let store = SqliteStore::open(&path).map_err(|e| {
-        CliError::invalid(format!(
-            "{}: cannot open the run store: {e}",
-            path.display()
-        ))
-    })?;
-    let rec = store
-        .find_run(&args.run_id)
-        .map_err(|e| CliError::invalid(e.to_string()).hint("canvas runs lists the stored runs"))?;
-    let store_err =
-        |e: canvas_store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
+    let store = SqliteStore::open(&path).map_err(|e| super::opts::cannot_open(&path, &e))?;
+    let rec = super::opts::find_in(&store, &args.run_id)?;
     if rec.status != RunStatus::Running {
         return Err(CliError::invalid(format!(
             "run {} is not running (it is {})",
@@ -45,27 +35,19 @@ pub fn exec(args: CancelArgs) -> Result<u8, CliError> {
         )));
     }
     // Taking the lease succeeds only when no live process holds it.
-    if store
-        .acquire_lease(
-            &rec.id,
-            &canvas_store::lease_holder(),
-            std::time::Duration::from_secs(5),
-        )
-        .map_err(store_err)?
-    {
+    if store.acquire_lease(
+        &rec.id,
+        &canvas_store::lease_holder(),
+        std::time::Duration::from_secs(5),
+    )? {
         // Nobody runs it any more (the process died): mark it cancelled here.
         let end = TurnEnd {
             status: RunStatus::Cancelled,
             error: Some("cancelled"),
             waiting: None,
         };
-        let turn = store
-            .last_turn(&rec.id)
-            .map_err(store_err)?
-            .map_or(0, |t| t.turn);
-        store
-            .end_turn(&rec.id, turn, &[], None, end)
-            .map_err(store_err)?;
+        let turn = store.last_turn(&rec.id)?.map_or(0, |t| t.turn);
+        store.end_turn(&rec.id, turn, &[], None, end)?;
         let _ = store.release_lease(&rec.id, &canvas_store::lease_holder());
         eprintln!(
             "run {} was not being run; it is now cancelled (canvas resume {} continues it)",
@@ -73,7 +55,7 @@ pub fn exec(args: CancelArgs) -> Result<u8, CliError> {
         );
         return Ok(exit::OK);
     }
-    store.request_cancel(&rec.id).map_err(store_err)?;
+    store.request_cancel(&rec.id)?;
     eprintln!(
         "cancel requested: run {} stops at its next node boundary (canvas resume {} continues it)",
         rec.id, rec.id

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::Value;
 
-use super::session::{Next, Session, TurnArgs};
+use super::session::{Next, Session, TurnArgs, TurnRequest};
 use super::{CliError, exit};
 use canvas_components::Registry;
 use canvas_dsl as dsl;
@@ -40,10 +40,10 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
         .map_err(|e| super::error::uncompilable(&label, &e))?;
     let mut turn_args = args.turn.clone();
     // A chat shows the conversation; node lines only with -v.
-    if !turn_args.verbose {
-        turn_args.quiet = true;
+    if !turn_args.output.verbose {
+        turn_args.output.quiet = true;
     }
-    let store = turn_args.open_store()?;
+    let store = turn_args.store.open()?;
     let source = std::fs::canonicalize(&args.file)
         .map(|p| p.display().to_string())
         .unwrap_or(label.clone());
@@ -58,11 +58,7 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
         run_id: record.id.clone(),
         args: &turn_args,
         models: &models,
-        tools: std::sync::Arc::new(
-            turn_args
-                .tools
-                .env(turn_args.models.llm_config.as_deref())?,
-        ),
+        tools: std::sync::Arc::new(turn_args.tools.env(turn_args.models.llm_config())?),
     };
     let tty = io::stdin().is_terminal() && io::stderr().is_terminal();
     if let Some(p) = canvas
@@ -96,24 +92,23 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
             }
             continue;
         }
-        let next = if first {
-            let empty = Value::Object(Object::new());
-            let turn = store
-                .create_run_with_turn(&record, TurnKind::Start, &query, &empty)
-                .map_err(|e| CliError::new(exit::FAILED, format!("run store: {e}")))?;
-            Next::Continue {
-                turn,
-                again: Some((TurnKind::Start, query, Object::new())),
-            }
+        // Each line is one turn's request; the first one stores the run with it.
+        let request = TurnRequest {
+            kind: if first {
+                TurnKind::Start
+            } else {
+                TurnKind::Next
+            },
+            query,
+            inputs: Object::new(),
+        };
+        let driven = if first {
+            session.start(&record, request, state)
         } else {
-            Next::Turn {
-                kind: TurnKind::Next,
-                query,
-                inputs: Object::new(),
-            }
+            session.drive(state, Next::Turn(request))
         };
         first = false;
-        match session.drive(state, next) {
+        match driven {
             Ok(d) => {
                 state = d.state;
                 code = d.code;
@@ -123,7 +118,7 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
                 }
             }
             Err(e) => {
-                e.report(turn_args.verbose);
+                e.report(turn_args.output.verbose);
                 if e.code == exit::INTERRUPTED {
                     return Err(CliError::new(exit::INTERRUPTED, "chat interrupted")
                         .hint(format!("canvas resume {} continues the run", record.id)));

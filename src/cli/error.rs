@@ -59,9 +59,16 @@ pub fn unreadable(label: &str, what: impl fmt::Display) -> CliError {
         .hint("give a RAGFlow canvas: its JSON export (or YAML), or `-` for stdin")
 }
 
-/// A canvas that does not compile.
+/// A canvas that does not compile; an unknown class suggests the closest known one.
 pub fn uncompilable(label: &str, e: &canvas_engine::CompileError) -> CliError {
-    CliError::invalid(format!("{label}: {e}")).hint(e.hint())
+    let err = CliError::invalid(format!("{label}: {e}"));
+    if let canvas_engine::CompileError::UnknownComponent { name, .. } = e {
+        let known = canvas_components::SUPPORTED.iter().map(|(n, _)| *n);
+        if let Some(near) = super::suggest::closest(name, known) {
+            return err.hint(format!("did you mean {near:?}? ({})", e.hint()));
+        }
+    }
+    err.hint(e.hint())
 }
 
 impl fmt::Display for CliError {

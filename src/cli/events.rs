@@ -2,11 +2,11 @@
 //! bytes), SSE frames or text, without running anything.
 
 use std::io::{self, IsTerminal, Write};
-use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::runs::{find_run, output_result, store_failure, store_path, write_stdout};
+use super::opts::StoreOpts;
+use super::runs::{output_result, write_stdout};
 use super::{CliError, exit};
 use canvas_engine::{Event, EventKind};
 use canvas_store::{RunRecord, RunStatus, Store};
@@ -34,15 +34,14 @@ pub struct EventsArgs {
     /// Only the events of turn N (the first turn is 1).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub turn: Option<u32>,
-    /// SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db].
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Where runs are stored.
+    #[command(flatten)]
+    pub store: StoreOpts,
 }
 
 /// Run `canvas events`.
 pub fn exec(args: EventsArgs) -> Result<u8, CliError> {
-    let path = store_path(args.store.as_deref());
-    let (store, rec) = find_run(&path, &args.run_id)?;
+    let (store, rec) = args.store.find_run(&args.run_id)?;
     if let Some(t) = args.turn.filter(|&t| t > rec.turns) {
         return Err(CliError::invalid(format!(
             "run {} has {} turn{}; there is no turn {t}",
@@ -66,8 +65,7 @@ pub fn exec(args: EventsArgs) -> Result<u8, CliError> {
         let lines = match args.turn {
             Some(t) => store.events_of_turn(&rec.id, t),
             None => store.events(&rec.id),
-        }
-        .map_err(store_failure)?;
+        }?;
         return write_stdout(|out| {
             for line in &lines {
                 out.write_all(line.as_bytes())?;
@@ -79,7 +77,7 @@ pub fn exec(args: EventsArgs) -> Result<u8, CliError> {
     // Parse everything first so a corrupt line fails before any output.
     let mut groups: Vec<(u32, Vec<Event>)> = Vec::with_capacity(turns.len());
     for t in turns {
-        let lines = store.events_of_turn(&rec.id, t).map_err(store_failure)?;
+        let lines = store.events_of_turn(&rec.id, t)?;
         let events = lines
             .iter()
             .enumerate()

@@ -13,11 +13,15 @@ mod inputs;
 mod man;
 mod migrate;
 mod models;
+mod opts;
 mod resume;
 mod run;
 mod runs;
 mod session;
 mod show;
+mod suggest;
+#[cfg(test)]
+mod tests;
 mod tools;
 mod validate;
 
@@ -44,6 +48,36 @@ pub struct Cli {
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// Whether `-v` was given (only `run`, `resume` and `chat` have it).
+    pub fn verbose(&self) -> bool {
+        match &self.command {
+            Command::Run(a) => a.turn.output.verbose,
+            Command::Resume(a) => a.turn.output.verbose,
+            Command::Chat(a) => a.turn.output.verbose,
+            _ => false,
+        }
+    }
+}
+
+/// The `-v` logger: what the CLI does, on stderr (stdout carries only events and data).
+/// `CANVAS_LOG` (an `EnvFilter` directive) overrides what `-v` shows.
+fn logger(verbose: bool) -> impl tracing::Subscriber + Send + Sync {
+    use tracing_subscriber::EnvFilter;
+    let filter = if verbose {
+        EnvFilter::try_from_env("CANVAS_LOG").unwrap_or_else(|_| EnvFilter::new("canvas=debug"))
+    } else {
+        EnvFilter::new("off")
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .without_time()
+        .finish()
 }
 
 /// Subcommands.
@@ -125,10 +159,13 @@ pub fn main() -> ExitCode {
 
 /// Run a parsed command line (callable more than once: no global state).
 pub fn run_cli(cli: Cli) -> ExitCode {
+    // Scoped to this call, not installed globally, so `run_cli` can run twice.
+    let _logs = tracing::subscriber::set_default(logger(cli.verbose()));
+    tracing::debug!(command = ?cli.command, "parsed the command line");
     let (verbose, res) = match cli.command {
-        Command::Run(args) => (args.turn.verbose, run::exec(args)),
-        Command::Resume(args) => (args.turn.verbose, resume::exec(args)),
-        Command::Chat(args) => (args.turn.verbose, chat::exec(args)),
+        Command::Run(args) => (args.turn.output.verbose, run::exec(args)),
+        Command::Resume(args) => (args.turn.output.verbose, resume::exec(args)),
+        Command::Chat(args) => (args.turn.output.verbose, chat::exec(args)),
         Command::Runs(args) => (false, runs::exec(args)),
         Command::Show(args) => (false, show::exec(args)),
         Command::Events(args) => (false, events::exec(args)),

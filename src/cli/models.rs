@@ -4,7 +4,7 @@
 //! before the run starts, so a missing key is an error naming the variable, not a
 //! failure half-way through.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
@@ -18,13 +18,20 @@ use canvas_llm::{MockModel, MockScript, ModelSource, OneModel};
 
 /// Model options shared by run, resume and chat.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Models")]
 pub struct ModelArgs {
     /// Answer every model call from a script (docs/mock-llm.md), offline.
     #[arg(long = "mock-llm", value_name = "FILE", conflicts_with = "replay")]
     pub mock_llm: Option<PathBuf>,
-    /// Providers (docs/providers.md) [$CANVAS_LLM_CONFIG, ~/.config/canvas/llm.yaml].
-    #[arg(long = "llm-config", value_name = "FILE")]
-    pub llm_config: Option<PathBuf>,
+    /// Provider configuration (docs/providers.md).
+    #[arg(
+        long = "llm-config",
+        value_name = "FILE",
+        env = "CANVAS_LLM_CONFIG",
+        hide_env_values = true,
+        value_parser = super::opts::lenient_path
+    )]
+    llm_config: Option<PathBuf>,
     /// The model of components whose llm_id is empty.
     #[arg(long, value_name = "MODEL@FACTORY")]
     pub model: Option<String>,
@@ -55,8 +62,31 @@ impl ModelSource for Shared {
 }
 
 impl ModelArgs {
+    /// The provider configuration named by `--llm-config` or `$CANVAS_LLM_CONFIG` (a
+    /// blank value is no name: the default file is used).
+    pub fn llm_config(&self) -> Option<&Path> {
+        self.llm_config
+            .as_deref()
+            .filter(|p| !p.to_string_lossy().trim().is_empty())
+    }
+
     /// Build the model source these options ask for.
     pub fn setup(&self) -> Result<ModelSetup, CliError> {
+        tracing::info!(
+            mock_llm = ?self.mock_llm,
+            replay = ?self.replay,
+            record = ?self.record,
+            llm_config = ?self.llm_config(),
+            model = ?self.model,
+            "model source chosen: {}",
+            if self.replay.is_some() {
+                "replay"
+            } else if self.mock_llm.is_some() {
+                "mock script"
+            } else {
+                "providers"
+            }
+        );
         if let Some(path) = &self.replay {
             let r = Replayer::load(path).map_err(|e| CliError::invalid(e.to_string()))?;
             let date = Some(r.date().to_string());
@@ -80,7 +110,7 @@ impl ModelArgs {
                 }
                 None => {
                     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-                    let config = LlmConfig::load(self.llm_config.as_deref(), &env)
+                    let config = LlmConfig::load(self.llm_config(), &env)
                         .map_err(|e| CliError::invalid(e.to_string()))?;
                     let p = Arc::new(Providers::new(
                         config,

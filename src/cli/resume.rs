@@ -5,7 +5,7 @@
 use clap::Args;
 use serde_json::Value;
 
-use super::session::{Next, Session, TurnArgs};
+use super::session::{Next, Session, TurnArgs, TurnRequest};
 use super::{CliError, exit, inputs};
 use canvas_components::Registry;
 use canvas_dsl::{self as dsl, Format};
@@ -17,8 +17,8 @@ use canvas_store::{RunStatus, Store, TurnKind, canvas_hash};
 pub struct ResumeArgs {
     /// The run id (a unique prefix, or `latest`).
     pub run_id: String,
-    /// Run the stored canvas even though its file changed since the run started.
-    #[arg(long = "canvas-changed", value_name = "ok", value_parser = ["ok"])]
+    /// Run the stored canvas even if its file changed since the run started.
+    #[arg(long = "canvas-changed", value_name = "ok", value_parser = ["ok"], hide_possible_values = true)]
     pub canvas_changed: Option<String>,
     /// Options shared with `run`.
     #[command(flatten)]
@@ -27,10 +27,9 @@ pub struct ResumeArgs {
 
 /// Run `canvas resume`.
 pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
-    let store = args.turn.open_store()?;
-    let rec = store
-        .find_run(&args.run_id)
-        .map_err(|e| CliError::invalid(e.to_string()).hint("canvas runs lists the stored runs"))?;
+    let store = args.turn.store.open()?;
+    let rec = super::opts::find_in(&store, &args.run_id)?;
+    tracing::info!(run_id = %rec.id, status = %rec.status, source = %rec.source, "run found");
     let label = rec.source.clone();
     if rec.source != "-" && args.canvas_changed.is_none() {
         if let Ok(now) = std::fs::read_to_string(&rec.source) {
@@ -50,9 +49,7 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
         .map_err(|e| CliError::invalid(format!("{label} (stored copy): {e}")))?;
     let canvas = Canvas::compile(dsl, &Registry)
         .map_err(|e| super::error::uncompilable(&format!("{label} (stored copy)"), &e))?;
-    let store_err =
-        |e: canvas_store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
-    let state = store.load_state(&rec.id).map_err(store_err)?;
+    let state = store.load_state(&rec.id)?;
     let models = args.turn.models.setup()?;
     models.check(&canvas, &label)?;
     let session = Session {
@@ -62,11 +59,7 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
         run_id: rec.id.clone(),
         args: &args.turn,
         models: &models,
-        tools: std::sync::Arc::new(
-            args.turn
-                .tools
-                .env(args.turn.models.llm_config.as_deref())?,
-        ),
+        tools: std::sync::Arc::new(args.turn.tools.env(args.turn.models.llm_config())?),
     };
     let resume = match rec.status {
         RunStatus::Waiting => true,
@@ -79,7 +72,7 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
                     rec.id, rec.status
                 );
             }
-            let last = store.last_turn(&rec.id).map_err(store_err)?;
+            let last = store.last_turn(&rec.id)?;
             let next = match (&state, last) {
                 (Some(st), Some(t)) if st.cursor.is_some() => Next::Continue {
                     turn: t.turn,
@@ -89,11 +82,11 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
                 // state before it.
                 (_, Some(t)) => Next::Continue {
                     turn: t.turn,
-                    again: Some((
-                        t.kind,
-                        t.query,
-                        t.inputs.as_object().cloned().unwrap_or_default(),
-                    )),
+                    again: Some(TurnRequest {
+                        kind: t.kind,
+                        query: t.query,
+                        inputs: t.inputs.as_object().cloned().unwrap_or_default(),
+                    }),
                 },
                 (_, None) => {
                     return Err(CliError::invalid(format!(
@@ -170,15 +163,12 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
     let state = state.unwrap_or_else(|| canvas.fresh_state());
     let ask_here = resume && run_inputs.is_empty();
     let next = if !ask_here {
-        Next::Turn {
-            kind: if resume {
-                TurnKind::Answer
-            } else {
-                TurnKind::Next
-            },
-            query: args.turn.query.clone(),
-            inputs: run_inputs,
-        }
+        let kind = if resume {
+            TurnKind::Answer
+        } else {
+            TurnKind::Next
+        };
+        Next::Turn(args.turn.request(kind, run_inputs))
     } else {
         // Waiting, nothing given, and a terminal: ask the pending form there.
         Next::Ask {

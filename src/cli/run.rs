@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::Value;
 
-use super::session::{Next, Session, TurnArgs};
+use super::session::{Session, TurnArgs};
 use super::{CliError, inputs};
 use canvas_components::Registry;
 use canvas_dsl as dsl;
 use canvas_engine::Canvas;
-use canvas_store::{RunRecord, Store, TurnKind};
+use canvas_store::{RunRecord, TurnKind};
 
 /// Options of `canvas run`.
 #[derive(Debug, Args)]
@@ -43,12 +43,8 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
     // is stored, so they leave no run behind.
     let models = args.turn.models.setup()?;
     models.check(&canvas, &label)?;
-    let tools = std::sync::Arc::new(
-        args.turn
-            .tools
-            .env(args.turn.models.llm_config.as_deref())?,
-    );
-    let store = args.turn.open_store()?;
+    let tools = std::sync::Arc::new(args.turn.tools.env(args.turn.models.llm_config())?);
+    let store = args.turn.store.open()?;
     let source = if label == "-" {
         "-".to_string()
     } else {
@@ -57,11 +53,8 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
             .unwrap_or(label.clone())
     };
     let record = RunRecord::new(source, loaded.text);
-    let query = args.turn.query.clone();
-    let inputs_json = Value::Object(run_inputs.clone());
-    let turn = store
-        .create_run_with_turn(&record, TurnKind::Start, &query, &inputs_json)
-        .map_err(|e| CliError::new(super::exit::FAILED, format!("run store: {e}")))?;
+    // The turn's request, built once: `-q` and the inputs, typed by Begin's fields.
+    let request = args.turn.request(TurnKind::Start, run_inputs);
     let session = Session {
         label,
         canvas: &canvas,
@@ -71,13 +64,8 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
         models: &models,
         tools,
     };
-    // The first turn is already recorded with the run: it is run as a recorded turn.
-    let next = Next::Continue {
-        turn,
-        again: Some((TurnKind::Start, query, run_inputs)),
-    };
     session
-        .drive(canvas.fresh_state(), next)
+        .start(&record, request, canvas.fresh_state())
         .map(|driven| driven.code)
 }
 

@@ -1,17 +1,16 @@
 //! `canvas runs`: list the stored runs, newest first. Also the helpers the read-only
-//! commands (`runs`, `show`, `events`) share: finding the store without creating it,
-//! looking a run up, local times, the JSON shape of a run, and writing to stdout.
+//! commands (`runs`, `show`, `events`) share: local times, the JSON shape of a run, and writing to stdout.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::opts::StoreOpts;
 use super::{CliError, exit};
-use canvas_store::{RunRecord, RunStatus, SqliteStore, Store, StoreError};
+use canvas_store::{RunRecord, RunStatus, Store};
 
 /// Output formats of `canvas runs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -40,18 +39,15 @@ pub struct RunsArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = RunsFormat::Table)]
     pub format: RunsFormat,
-    /// SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db].
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Where runs are stored.
+    #[command(flatten)]
+    pub store: StoreOpts,
 }
 
 /// Run `canvas runs`.
 pub fn exec(args: RunsArgs) -> Result<u8, CliError> {
-    let path = store_path(args.store.as_deref());
-    let runs = match open_existing(&path)? {
-        Some(store) => store
-            .list_runs(args.status, args.limit)
-            .map_err(store_failure)?,
+    let runs = match args.store.open_existing()? {
+        Some(store) => store.list_runs(args.status, args.limit)?,
         None => Vec::new(),
     };
     match args.format {
@@ -64,7 +60,7 @@ pub fn exec(args: RunsArgs) -> Result<u8, CliError> {
         }
         RunsFormat::Table if runs.is_empty() => {
             let which = args.status.map(|s| format!("{s} ")).unwrap_or_default();
-            eprintln!("no {which}runs in {}", path.display());
+            eprintln!("no {which}runs in {}", args.store.path().display());
             Ok(exit::OK)
         }
         RunsFormat::Table => write_stdout(|out| out.write_all(table(&runs).as_bytes())),
@@ -141,51 +137,6 @@ impl<'a> From<&'a RunRecord> for RunJson<'a> {
             waiting: r.waiting.as_ref(),
         }
     }
-}
-
-/// The store `--store` names, else the default (`$CANVAS_STORE`, ...).
-pub(super) fn store_path(flag: Option<&Path>) -> PathBuf {
-    flag.map_or_else(canvas_store::default_path, Path::to_path_buf)
-}
-
-/// Open the store at `path`, or `None` when there is no file: a read-only command must
-/// not leave an empty store behind.
-pub(super) fn open_existing(path: &Path) -> Result<Option<SqliteStore>, CliError> {
-    let cannot = |e: &dyn std::fmt::Display| {
-        CliError::invalid(format!(
-            "{}: cannot open the run store: {e}",
-            path.display()
-        ))
-    };
-    match path.try_exists() {
-        Ok(false) => Ok(None),
-        Ok(true) => SqliteStore::open_read_only(path).map_err(|e| cannot(&e)),
-        Err(e) => Err(cannot(&e)),
-    }
-}
-
-/// The run `id` names (full id, unique prefix or `latest`) in the store at `path`.
-pub(super) fn find_run(path: &Path, id: &str) -> Result<(SqliteStore, RunRecord), CliError> {
-    let hint = "canvas runs lists the stored runs";
-    let Some(store) = open_existing(path)? else {
-        return Err(CliError::invalid(format!(
-            "no run matches \"{id}\": there is no run store at {}",
-            path.display()
-        ))
-        .hint(hint));
-    };
-    match store.find_run(id) {
-        Ok(rec) => Ok((store, rec)),
-        Err(e @ (StoreError::NotFound(_) | StoreError::Ambiguous { .. })) => {
-            Err(CliError::invalid(e.to_string()).hint(hint))
-        }
-        Err(e) => Err(store_failure(e)),
-    }
-}
-
-/// A store that failed while reading (exit 1).
-pub(super) fn store_failure(e: StoreError) -> CliError {
-    CliError::new(exit::FAILED, format!("run store: {e}"))
 }
 
 /// Unix seconds as local `YYYY-MM-DD HH:MM:SS` (`-` when out of range).

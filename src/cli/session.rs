@@ -3,14 +3,14 @@
 //! lease and its watcher (lease renewal, cancel requests), Ctrl-C, the questions asked
 //! in the terminal, and each turn's final status.
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde_json::Value;
 
 use super::{CliError, exit};
@@ -20,21 +20,12 @@ use canvas_engine::{
     StopSignal, run_turn,
 };
 use canvas_pyrt::Object;
-use canvas_store::{RunStatus, SqliteStore, Store, TurnEnd, TurnKind, lease_holder};
-use canvas_ui::{JsonlRenderer, Renderer, RunEnd, SseRenderer, TextOptions, TextRenderer};
+use canvas_store::{RunRecord, RunStatus, Store, TurnEnd, TurnKind, lease_holder};
+use canvas_ui::{Renderer, RunEnd};
 
-/// Output formats of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RunFormat {
-    // Readable text (default on a terminal).
-    Text,
-    // One JSON event per line (default otherwise).
-    Jsonl,
-    // RAGFlow's SSE framing: `data:{json}` frames, then `data:[DONE]`.
-    Sse,
-}
+use super::opts::{OutputOpts, StoreOpts};
 
-/// Options shared by `run` and `resume`.
+/// Options shared by `run`, `resume` and `chat`.
 #[derive(Debug, Clone, Args)]
 pub struct TurnArgs {
     /// `sys.query` for this turn.
@@ -52,18 +43,12 @@ pub struct TurnArgs {
     /// A JSON or YAML file mapping field keys to values.
     #[arg(long = "inputs", value_name = "FILE")]
     pub inputs: Option<PathBuf>,
-    /// text (default on a terminal), jsonl (one event per line) or sse.
-    #[arg(long, value_enum, hide_possible_values = true)]
-    pub format: Option<RunFormat>,
-    /// SQLite run store [$CANVAS_STORE, else ~/.local/share/canvas/canvas.db].
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
-    /// Where model calls go.
+    /// How events are shown.
     #[command(flatten)]
-    pub models: super::models::ModelArgs,
-    /// What tools may reach and how.
+    pub output: OutputOpts,
+    /// Where runs are stored.
     #[command(flatten)]
-    pub tools: super::tools::ToolArgs,
+    pub store: StoreOpts,
     /// Never prompt (implied when stdin is not a terminal).
     #[arg(long)]
     pub non_interactive: bool,
@@ -76,62 +61,21 @@ pub struct TurnArgs {
     /// Seed for random choices (Message alternatives): reproducible runs.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// More output: node starts, error causes.
-    #[arg(short = 'v', long)]
-    pub verbose: bool,
-    /// Less output: message text and errors only.
-    #[arg(long, conflicts_with = "verbose")]
-    pub quiet: bool,
+    // The groups with their own help headings come last: a heading applies to the
+    // flags declared after it.
+    /// Where model calls go.
+    #[command(flatten)]
+    pub models: super::models::ModelArgs,
+    /// What tools may reach and how.
+    #[command(flatten)]
+    pub tools: super::tools::ToolArgs,
 }
 
 impl TurnArgs {
-    /// Open the store these options name.
-    pub fn open_store(&self) -> Result<SqliteStore, CliError> {
-        let path = self
-            .store
-            .clone()
-            .unwrap_or_else(canvas_store::default_path);
-        SqliteStore::open(&path).map_err(|e| {
-            CliError::invalid(format!(
-                "{}: cannot open the run store: {e}",
-                path.display()
-            ))
-        })
-    }
-
-    /// Whether the turn's output is text on a terminal (which shows its own summary).
-    fn shows_text_on_terminal(&self) -> bool {
-        let tty = io::stdout().is_terminal();
-        !self.quiet && tty && self.format.is_none_or(|f| f == RunFormat::Text)
-    }
-
+    /// The renderer for this turn's output.
     fn renderer(&self) -> Box<dyn Renderer> {
-        let stdout = io::stdout();
-        let format = self.format.unwrap_or(if stdout.is_terminal() {
-            RunFormat::Text
-        } else {
-            RunFormat::Jsonl
-        });
-        match format {
-            RunFormat::Jsonl => Box::new(JsonlRenderer::new(io::BufWriter::new(stdout))),
-            RunFormat::Sse => Box::new(SseRenderer::new(io::BufWriter::new(stdout))),
-            RunFormat::Text => {
-                let tty = stdout.is_terminal();
-                let color = tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-                let spinner = io::stderr().is_terminal() && !self.quiet;
-                Box::new(TextRenderer::new(
-                    stdout,
-                    TextOptions {
-                        color,
-                        spinner,
-                        verbose: self.verbose,
-                        quiet: self.quiet,
-                        prompts: canvas_ui::prompt::can_prompt(self.non_interactive),
-                        answered_later: false,
-                    },
-                ))
-            }
-        }
+        self.output
+            .renderer(canvas_ui::prompt::can_prompt(self.non_interactive))
     }
 }
 
@@ -193,31 +137,64 @@ const WATCH_EVERY: Duration = Duration::from_millis(200);
 const LEASE_TTL: Duration = Duration::from_secs(60);
 const RENEW_EVERY: Duration = Duration::from_secs(20);
 
+/// What one turn asks for, built once from the command line (or read back from the
+/// store's turns row when a stopped turn is run again) and handed down to `RunConfig`.
+#[derive(Debug, Clone)]
+pub struct TurnRequest {
+    /// Which turn: the first, an answer to the pending form, or a next conversational one.
+    pub kind: TurnKind,
+    /// `sys.query`.
+    pub query: String,
+    /// `inputs` in API shape.
+    pub inputs: Object,
+}
+
+impl TurnRequest {
+    /// A turn with no query (answers to a form).
+    pub fn answer(inputs: Object) -> Self {
+        TurnRequest {
+            kind: TurnKind::Answer,
+            query: String::new(),
+            inputs,
+        }
+    }
+
+    /// The inputs as the store keeps them.
+    fn inputs_json(&self) -> Value {
+        Value::Object(self.inputs.clone())
+    }
+}
+
+impl TurnArgs {
+    /// The request for a turn of `kind`: `-q` and the inputs, already typed by the
+    /// fields they answer.
+    pub fn request(&self, kind: TurnKind, inputs: Object) -> TurnRequest {
+        TurnRequest {
+            kind,
+            query: self.query.clone(),
+            inputs,
+        }
+    }
+}
+
 /// What the next turn of a run is.
 #[derive(Debug, Clone)]
 pub enum Next {
-    /// A new turn: the first, an answer to the pending form, or a next conversational one.
-    Turn {
-        /// Which.
-        kind: TurnKind,
-        /// `sys.query`.
-        query: String,
-        /// `inputs` in API shape.
-        inputs: Object,
-    },
+    /// A new turn of a stored run.
+    Turn(TurnRequest),
     /// The run waits on `form`: ask it in the terminal, then answer it.
     Ask {
         /// The pending form (`{"inputs", "tips"}`).
         form: Value,
     },
     /// Continue the stored turn `turn` (stopped, interrupted or crashed) from the state's
-    /// cursor; or, when the state has none (no checkpoint of it was made), run it from
-    /// its start: again, or for the first time when the run was created with it.
+    /// cursor (which holds the turn's request); or, when the state has none (no
+    /// checkpoint of it was made), run it again from its start with `again`.
     Continue {
         /// The turn's number.
         turn: u32,
-        /// When the turn must be run again: what it was.
-        again: Option<(TurnKind, String, Object)>,
+        /// When the turn must be run again: its stored request.
+        again: Option<TurnRequest>,
     },
 }
 
@@ -247,6 +224,33 @@ pub struct Driven {
     pub state: RunState,
 }
 
+/// How one turn ended, as the store records it and the renderer shows it.
+struct Ending {
+    /// What the renderer's summary says.
+    end: RunEnd,
+    /// The run's status after the turn.
+    status: RunStatus,
+    /// The stored error text.
+    error: Option<String>,
+    /// The form the run waits on.
+    form: Option<Value>,
+    /// The exit code, or the error to report.
+    result: Result<u8, CliError>,
+}
+
+/// The engine's answer for one turn: the state after it and how it ended.
+type Ran = (RunState, Result<Outcome, RunError>);
+
+/// What a finished turn hands back to the loop in `turns`.
+struct TurnOutcome {
+    state: RunState,
+    code: u8,
+    /// The form the run waits on, when it waits.
+    form: Option<Value>,
+    /// Answers given up front (`-i`) that cover that form.
+    preset: Option<Object>,
+}
+
 impl Session<'_> {
     /// Run `next`, then keep going while the run waits on a form that can be asked in
     /// the terminal. Holds the run's lease throughout; Ctrl-C stops at the next node
@@ -254,13 +258,7 @@ impl Session<'_> {
     pub fn drive(&self, state: RunState, next: Next) -> Result<Driven, CliError> {
         let run_id = self.run_id.clone();
         let holder = lease_holder();
-        let store_err =
-            |e: canvas_store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
-        if !self
-            .store
-            .acquire_lease(&run_id, &holder, LEASE_TTL)
-            .map_err(store_err)?
-        {
+        if !self.store.acquire_lease(&run_id, &holder, LEASE_TTL)? {
             let owner = self.store.lease_owner(&run_id).ok().flatten();
             return Err(CliError::invalid(format!(
                 "run {run_id} is being run by another process{}",
@@ -280,14 +278,34 @@ impl Session<'_> {
         res
     }
 
+    /// Store the run `record` with its first turn (so it never exists without one), then
+    /// drive that turn from `state`.
+    pub fn start(
+        &self,
+        record: &RunRecord,
+        request: TurnRequest,
+        state: RunState,
+    ) -> Result<Driven, CliError> {
+        let turn = self.store.create_run_with_turn(
+            record,
+            request.kind,
+            &request.query,
+            &request.inputs_json(),
+        )?;
+        tracing::info!(run_id = %record.id, source = %record.source, turn, "run created");
+        let next = Next::Continue {
+            turn,
+            again: Some(request),
+        };
+        self.drive(state, next)
+    }
+
     fn turns(
         &self,
         mut state: RunState,
         mut next: Next,
         stop: &StopSignal,
     ) -> Result<Driven, CliError> {
-        let store_err =
-            |e: canvas_store::StoreError| CliError::new(exit::FAILED, format!("run store: {e}"));
         // `-i` answers forms ahead only when it is not the answer to the pending form
         // itself (`resume` of a waiting run) or a next turn's inputs.
         let mut presets = Presets {
@@ -300,48 +318,48 @@ impl Session<'_> {
                     next = self.ask(&form)?;
                     continue;
                 }
-                Next::Turn {
-                    kind,
-                    query,
-                    inputs,
-                } => {
-                    let n = self
-                        .store
-                        .begin_turn(&self.run_id, kind, &query, &Value::Object(inputs.clone()))
-                        .map_err(store_err)?;
-                    (
-                        n,
-                        self.config(query, inputs, kind == TurnKind::Answer, stop),
-                    )
+                Next::Turn(request) => {
+                    let n = self.store.begin_turn(
+                        &self.run_id,
+                        request.kind,
+                        &request.query,
+                        &request.inputs_json(),
+                    )?;
+                    tracing::info!(run_id = %self.run_id, turn = n, kind = ?request.kind, "turn begun");
+                    (n, self.config(request, stop))
                 }
                 Next::Continue { turn, again } => {
                     self.store
-                        .set_status(&self.run_id, RunStatus::Running, None, None)
-                        .map_err(store_err)?;
-                    let (query, inputs, resume) = match again {
-                        Some((kind, q, i)) => (q, i, kind == TurnKind::Answer),
-                        None => (String::new(), Object::new(), false),
-                    };
-                    (turn, self.config(query, inputs, resume, stop))
+                        .set_status(&self.run_id, RunStatus::Running, None, None)?;
+                    tracing::info!(run_id = %self.run_id, turn, from_checkpoint = again.is_none(), "turn continued");
+                    // From a checkpoint the engine takes the request from the cursor.
+                    let request = again.unwrap_or_else(|| TurnRequest {
+                        kind: TurnKind::Next,
+                        query: String::new(),
+                        inputs: Object::new(),
+                    });
+                    (turn, self.config(request, stop))
                 }
             };
-            self.store.clear_cancel(&self.run_id).map_err(store_err)?;
-            let (after, code, form, preset) = self.one_turn(state, turn_no, &cfg, &mut presets)?;
-            state = after;
-            if let Some(inputs) = preset {
+            self.store.clear_cancel(&self.run_id)?;
+            let out = self.one_turn(state, turn_no, &cfg, &mut presets)?;
+            state = out.state;
+            if let Some(inputs) = out.preset {
                 // Answers given with -i cover the form: answer it and go on.
-                next = Next::Turn {
-                    kind: TurnKind::Answer,
-                    query: String::new(),
-                    inputs,
-                };
+                next = Next::Turn(TurnRequest::answer(inputs));
                 continue;
             }
-            let Some(form) = form else {
-                return Ok(Driven { code, state });
+            let Some(form) = out.form else {
+                return Ok(Driven {
+                    code: out.code,
+                    state,
+                });
             };
             if !canvas_ui::prompt::can_prompt(self.args.non_interactive) {
-                return Ok(Driven { code, state });
+                return Ok(Driven {
+                    code: out.code,
+                    state,
+                });
             }
             next = self.ask(&form)?;
         }
@@ -361,22 +379,21 @@ impl Session<'_> {
             .hint(format!("canvas resume {} -i key=value …", self.run_id))
         })?;
         let declared = form["inputs"].as_object().cloned().unwrap_or_default();
-        Ok(Next::Turn {
-            kind: TurnKind::Answer,
-            query: String::new(),
-            inputs: super::inputs::from_answers(answers, &declared),
-        })
+        Ok(Next::Turn(TurnRequest::answer(
+            super::inputs::from_answers(answers, &declared),
+        )))
     }
 
-    fn config(&self, query: String, inputs: Object, resume: bool, stop: &StopSignal) -> RunConfig {
+    /// The engine's configuration for one turn: the request, and the command's settings.
+    fn config(&self, request: TurnRequest, stop: &StopSignal) -> RunConfig {
         RunConfig {
             run_id: self.run_id.clone(),
-            query,
-            inputs,
+            resume: request.kind == TurnKind::Answer,
+            query: request.query,
+            inputs: request.inputs,
             user_id: None,
             max_parallel: usize::from(self.args.max_parallel),
             seed: self.args.seed,
-            resume,
             stop: stop.clone(),
             checkpoint_group: canvas_engine::scheduler::CHECKPOINT_GROUP,
             models: self.models.source.clone(),
@@ -386,24 +403,68 @@ impl Session<'_> {
     }
 
     /// One turn: run it with the watcher beside it, store how it ended, report.
-    /// Returns the state, the exit code, and the pending form when it waits.
     fn one_turn(
         &self,
         state: RunState,
         turn_no: u32,
         cfg: &RunConfig,
         presets: &mut Presets,
-    ) -> Result<(RunState, u8, Option<Value>, Option<Object>), CliError> {
-        let run_id = &self.run_id;
-        let label = &self.label;
+    ) -> Result<TurnOutcome, CliError> {
         let mut reporter = Reporter {
             store: self.store,
-            run_id: run_id.clone(),
+            run_id: self.run_id.clone(),
             turn: turn_no,
             renderer: self.args.renderer(),
             uncommitted: Vec::new(),
             held: Vec::new(),
         };
+        let Some((state, result)) = self.run_watched(state, cfg, &mut reporter)? else {
+            return Err(self.timed_out(&mut reporter));
+        };
+        let mut ending = match result {
+            Err(RunError::Sink(e)) => return self.sink_failed(&mut reporter, state, e),
+            other => self.ending(other),
+        };
+        tracing::info!(run_id = %self.run_id, turn = turn_no, status = %ending.status, "turn ended");
+        if matches!(ending.end, RunEnd::Finished) {
+            self.warn_streaming_failures(&state);
+        }
+        // A badly typed answer given up front is reported once the run is stored as
+        // waiting, so it can be answered again.
+        let preset = match &ending.form {
+            Some(f) => presets.answers(f, self.args),
+            None => Ok(None),
+        };
+        if matches!(preset, Ok(Some(_))) {
+            ending.end = RunEnd::Answered;
+        }
+        self.record_end(&mut reporter, &state, &ending)?;
+        let preset = preset.map_err(|e| {
+            e.hint(format!(
+                "the run waits at its form: canvas resume {} -i key=value …",
+                self.run_id
+            ))
+        })?;
+        if preset.is_none() {
+            self.tell_waiting(ending.form.as_ref());
+        }
+        let code = ending.result?;
+        Ok(TurnOutcome {
+            state,
+            code,
+            form: ending.form,
+            preset,
+        })
+    }
+
+    /// Run the turn on a current-thread runtime, with the watcher (cancel requests, lease
+    /// renewal) beside it. `None` when `--timeout` dropped it.
+    fn run_watched(
+        &self,
+        state: RunState,
+        cfg: &RunConfig,
+        reporter: &mut Reporter<'_>,
+    ) -> Result<Option<Ran>, CliError> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -411,10 +472,11 @@ impl Session<'_> {
                 CliError::new(exit::FAILED, format!("cannot start the async runtime: {e}"))
             })?;
         let (done_tx, done_rx) = mpsc::channel::<()>();
-        let result = std::thread::scope(|s| {
+        let run_id = &self.run_id;
+        Ok(std::thread::scope(|s| {
             s.spawn(|| watch(self.store, run_id, &cfg.stop, done_rx));
             let r = rt.block_on(async {
-                let fut = run_turn(self.canvas, state, cfg, &mut reporter);
+                let fut = run_turn(self.canvas, state, cfg, reporter);
                 match self.args.timeout {
                     Some(secs) if secs > 0.0 => {
                         tokio::time::timeout(Duration::from_secs_f64(secs), fut)
@@ -426,69 +488,97 @@ impl Session<'_> {
             });
             drop(done_tx);
             r
-        });
-        let Some((state, result)) = result else {
-            // The turn was dropped mid-node: the last checkpoint stands.
-            let end = TurnEnd {
-                status: RunStatus::Interrupted,
-                error: Some("timed out"),
-                waiting: None,
-            };
-            let _ = reporter.flush(None, Some(end));
-            let _ = reporter.renderer.finish(&RunEnd::Interrupted);
-            return Err(CliError::new(
-                exit::FAILED,
-                format!(
-                    "{label}: the run timed out after {} s",
-                    self.args.timeout.unwrap_or(0.0)
-                ),
-            )
-            .hint(format!("canvas resume {run_id} continues it")));
+        }))
+    }
+
+    /// The turn was dropped mid-node by `--timeout`: the last checkpoint stands.
+    fn timed_out(&self, reporter: &mut Reporter<'_>) -> CliError {
+        let end = TurnEnd {
+            status: RunStatus::Interrupted,
+            error: Some("timed out"),
+            waiting: None,
         };
-        let class = |id: &str| {
-            self.canvas
-                .node(id)
-                .map(|n| format!(" ({})", n.class))
-                .unwrap_or_default()
+        let _ = reporter.flush(None, Some(end));
+        let _ = reporter.renderer.finish(&RunEnd::Interrupted);
+        tracing::info!(run_id = %self.run_id, "turn timed out");
+        CliError::new(
+            exit::FAILED,
+            format!(
+                "{}: the run timed out after {} s",
+                self.label,
+                self.args.timeout.unwrap_or(0.0)
+            ),
+        )
+        .hint(format!("canvas resume {} continues it", self.run_id))
+    }
+
+    /// Output or store failed mid-turn: keep the turn to be continued.
+    fn sink_failed(
+        &self,
+        reporter: &mut Reporter<'_>,
+        state: RunState,
+        e: io::Error,
+    ) -> Result<TurnOutcome, CliError> {
+        let end = TurnEnd {
+            status: RunStatus::Interrupted,
+            error: Some(&e.to_string()),
+            waiting: None,
         };
-        let (mut end, status, error, form, res) = match result {
-            Ok(Outcome::Finished { .. }) => (
-                RunEnd::Finished,
-                RunStatus::Succeeded,
-                None,
-                None,
-                Ok(exit::OK),
-            ),
-            Ok(Outcome::Waiting { form }) => (
-                RunEnd::Waiting,
-                RunStatus::Waiting,
-                None,
-                Some(form),
-                Ok(exit::WAITING),
-            ),
+        let _ = reporter.flush(Some(&state), Some(end));
+        tracing::info!(run_id = %self.run_id, error = %e, "output or store failed mid-turn");
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            return Ok(TurnOutcome {
+                state,
+                code: exit::OK,
+                form: None,
+                preset: None,
+            });
+        }
+        Err(CliError::new(exit::FAILED, format!("{}: {e}", self.label))
+            .hint(format!("canvas resume {} continues it", self.run_id)))
+    }
+
+    /// How the engine's result ends the turn (a sink failure is handled before).
+    fn ending(&self, result: Result<Outcome, RunError>) -> Ending {
+        let run_id = &self.run_id;
+        let label = &self.label;
+        let stopped = |end, status, error: &str, err: CliError| Ending {
+            end,
+            status,
+            error: Some(error.to_string()),
+            form: None,
+            result: Err(err.hint(format!("canvas resume {run_id} continues it"))),
+        };
+        match result {
+            Ok(Outcome::Finished { .. }) => Ending {
+                end: RunEnd::Finished,
+                status: RunStatus::Succeeded,
+                error: None,
+                form: None,
+                result: Ok(exit::OK),
+            },
+            Ok(Outcome::Waiting { form }) => Ending {
+                end: RunEnd::Waiting,
+                status: RunStatus::Waiting,
+                error: None,
+                form: Some(form),
+                result: Ok(exit::WAITING),
+            },
             Ok(Outcome::Stopped {
                 reason: StopReason::Interrupted,
-            }) => (
+            }) => stopped(
                 RunEnd::Interrupted,
                 RunStatus::Interrupted,
-                Some("interrupted".to_string()),
-                None,
-                Err(
-                    CliError::new(exit::INTERRUPTED, format!("run {run_id} interrupted"))
-                        .hint(format!("canvas resume {run_id} continues it")),
-                ),
+                "interrupted",
+                CliError::new(exit::INTERRUPTED, format!("run {run_id} interrupted")),
             ),
             Ok(Outcome::Stopped {
                 reason: StopReason::Cancelled,
-            }) => (
+            }) => stopped(
                 RunEnd::Cancelled,
                 RunStatus::Cancelled,
-                Some("cancelled".to_string()),
-                None,
-                Err(
-                    CliError::new(exit::FAILED, format!("run {run_id} was cancelled"))
-                        .hint(format!("canvas resume {run_id} continues it")),
-                ),
+                "cancelled",
+                CliError::new(exit::FAILED, format!("run {run_id} was cancelled")),
             ),
             Ok(Outcome::Failed {
                 component_id,
@@ -496,21 +586,21 @@ impl Session<'_> {
             }) => {
                 let msg = format!(
                     "{label}: component {component_id:?}{} failed: {}",
-                    class(&component_id),
+                    self.class_of(&component_id),
                     error_line(&error)
                 );
-                (
-                    RunEnd::Failed {
+                Ending {
+                    end: RunEnd::Failed {
                         component_id,
                         error: error.clone(),
                     },
-                    RunStatus::Failed,
-                    Some(error),
-                    None,
-                    Err(CliError::new(exit::FAILED, msg).hint(format!(
+                    status: RunStatus::Failed,
+                    error: Some(error),
+                    form: None,
+                    result: Err(CliError::new(exit::FAILED, msg).hint(format!(
                         "the run is stored: `canvas events {run_id}` shows what led there"
                     ))),
-                )
+                }
             }
             Err(RunError::Crash {
                 component_id,
@@ -518,69 +608,73 @@ impl Session<'_> {
             }) => {
                 let msg = format!(
                     "{label}: component {component_id:?}{}: {}",
-                    class(&component_id),
+                    self.class_of(&component_id),
                     error_line(&message)
                 );
-                (
-                    RunEnd::Crashed,
-                    RunStatus::Failed,
-                    Some(message),
-                    None,
-                    Err(CliError::new(exit::FAILED, msg).hint(format!(
+                Ending {
+                    end: RunEnd::Crashed,
+                    status: RunStatus::Failed,
+                    error: Some(message),
+                    form: None,
+                    result: Err(CliError::new(exit::FAILED, msg).hint(format!(
                         "the run is stored: `canvas events {run_id}` shows what led there; \
                          `canvas validate` checks the canvas"
                     ))),
-                )
-            }
-            Err(RunError::Sink(e)) => {
-                // Output or store failed mid-turn: keep the turn to be continued.
-                let end = TurnEnd {
-                    status: RunStatus::Interrupted,
-                    error: Some(&e.to_string()),
-                    waiting: None,
-                };
-                let _ = reporter.flush(Some(&state), Some(end));
-                if e.kind() == io::ErrorKind::BrokenPipe {
-                    return Ok((state, exit::OK, None, None));
-                }
-                return Err(CliError::new(exit::FAILED, format!("{label}: {e}"))
-                    .hint(format!("canvas resume {run_id} continues it")));
-            }
-        };
-        if matches!(end, RunEnd::Finished) {
-            // RAGFlow finishes a run whose streamed answer failed without a handler,
-            // and so do we; a script reading only the exit code would miss it.
-            for id in &state.streaming {
-                if let Some(e) = state.error_of(id).filter(|e| !e.is_empty()) {
-                    eprintln!(
-                        "warning: {label}: component {id:?}{} failed while streaming its answer, \
-                         and the run went on without it (as in RAGFlow): {}",
-                        class(id),
-                        error_line(&e)
-                    );
                 }
             }
+            Err(RunError::Sink(e)) => Ending {
+                // `one_turn` handles it first; kept total rather than panicking.
+                end: RunEnd::Interrupted,
+                status: RunStatus::Interrupted,
+                error: Some(e.to_string()),
+                form: None,
+                result: Err(CliError::new(exit::FAILED, format!("{label}: {e}"))),
+            },
         }
-        // A badly typed answer given up front is reported once the run is stored as
-        // waiting, so it can be answered again.
-        let preset = match &form {
-            Some(f) => presets.answers(f, self.args),
-            None => Ok(None),
-        };
-        if matches!(preset, Ok(Some(_))) {
-            end = RunEnd::Answered;
+    }
+
+    /// ` (Class)` of a component, for messages.
+    fn class_of(&self, id: &str) -> String {
+        self.canvas
+            .node(id)
+            .map(|n| format!(" ({})", n.class))
+            .unwrap_or_default()
+    }
+
+    /// RAGFlow finishes a run whose streamed answer failed without a handler, and so do
+    /// we; a script reading only the exit code would miss it, so say it on stderr.
+    fn warn_streaming_failures(&self, state: &RunState) {
+        for id in &state.streaming {
+            if let Some(e) = state.error_of(id).filter(|e| !e.is_empty()) {
+                eprintln!(
+                    "warning: {}: component {id:?}{} failed while streaming its answer, \
+                     and the run went on without it (as in RAGFlow): {}",
+                    self.label,
+                    self.class_of(id),
+                    error_line(&e)
+                );
+            }
         }
+    }
+
+    /// Store how the turn ended (events, state, status), then finish the output.
+    fn record_end(
+        &self,
+        reporter: &mut Reporter<'_>,
+        state: &RunState,
+        ending: &Ending,
+    ) -> Result<(), CliError> {
         let end_rec = TurnEnd {
-            status,
-            error: error.as_deref(),
-            waiting: form.as_ref(),
+            status: ending.status,
+            error: ending.error.as_deref(),
+            waiting: ending.form.as_ref(),
         };
-        if let Err(e) = reporter.flush(Some(&state), Some(end_rec)) {
+        if let Err(e) = reporter.flush(Some(state), Some(end_rec)) {
             if e.kind() != io::ErrorKind::BrokenPipe {
-                return Err(CliError::new(exit::FAILED, format!("{label}: {e}")));
+                return Err(CliError::new(exit::FAILED, format!("{}: {e}", self.label)));
             }
         }
-        if let Err(e) = reporter.renderer.finish(&end) {
+        if let Err(e) = reporter.renderer.finish(&ending.end) {
             if e.kind() != io::ErrorKind::BrokenPipe {
                 return Err(CliError::new(
                     exit::FAILED,
@@ -589,27 +683,27 @@ impl Session<'_> {
             }
         }
         let _ = io::stdout().flush();
-        let preset = preset.map_err(|e| {
-            e.hint(format!(
-                "the run waits at its form: canvas resume {run_id} -i key=value …"
-            ))
-        })?;
-        // The text summary on a terminal already says how to answer; elsewhere (JSON
-        // lines, redirected text) stderr carries the run id, as the contract says.
-        let summary_shown = self.args.shows_text_on_terminal();
-        if let (Some(f), None) = (&form, &preset) {
-            if !canvas_ui::prompt::can_prompt(self.args.non_interactive) && !summary_shown {
-                let fields: Vec<String> = f["inputs"]
-                    .as_object()
-                    .map(|o| o.keys().map(|k| format!("-i {k}=…")).collect())
-                    .unwrap_or_default();
-                eprintln!(
-                    "waiting for input: canvas resume {run_id} {}",
-                    fields.join(" ")
-                );
-            }
+        Ok(())
+    }
+
+    /// A run left waiting with no terminal to ask on: stderr carries the run id and the
+    /// fields (the text summary on a terminal already says how to answer).
+    fn tell_waiting(&self, form: Option<&Value>) {
+        let Some(f) = form else { return };
+        if canvas_ui::prompt::can_prompt(self.args.non_interactive)
+            || self.args.output.shows_text_on_terminal()
+        {
+            return;
         }
-        res.map(|code| (state, code, form, preset))
+        let fields: Vec<String> = f["inputs"]
+            .as_object()
+            .map(|o| o.keys().map(|k| format!("-i {k}=…")).collect())
+            .unwrap_or_default();
+        eprintln!(
+            "waiting for input: canvas resume {} {}",
+            self.run_id,
+            fields.join(" ")
+        );
     }
 }
 

@@ -2,14 +2,14 @@
 //! waits on, its error) and what to do next.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::CliError;
-use super::runs::{RunJson, find_run, local_time, store_failure, store_path, write_stdout};
+use super::opts::StoreOpts;
+use super::runs::{RunJson, local_time, write_stdout};
 use canvas_store::{RunRecord, RunStatus, Store};
 
 /// Output formats of `canvas show`.
@@ -29,9 +29,9 @@ pub struct ShowArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
     pub format: ShowFormat,
-    /// SQLite run store [default: $CANVAS_STORE, else ~/.local/share/canvas/canvas.db].
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Where runs are stored.
+    #[command(flatten)]
+    pub store: StoreOpts,
 }
 
 /// `canvas show --format json`: the run as `canvas runs` prints it, plus its event count.
@@ -44,9 +44,8 @@ struct ShowJson<'a> {
 
 /// Run `canvas show`.
 pub fn exec(args: ShowArgs) -> Result<u8, CliError> {
-    let path = store_path(args.store.as_deref());
-    let (store, rec) = find_run(&path, &args.run_id)?;
-    let events = store.events(&rec.id).map_err(store_failure)?.len();
+    let (store, rec) = args.store.find_run(&args.run_id)?;
+    let events = store.events(&rec.id)?.len();
     match args.format {
         ShowFormat::Json => {
             let doc = ShowJson {

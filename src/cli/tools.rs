@@ -14,9 +14,15 @@ use canvas_tools::sandbox::SandboxConfig;
 
 /// Tool options.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Tools")]
 pub struct ToolArgs {
-    /// Let tools reach private addresses [also: CANVAS_ALLOW_PRIVATE=1].
-    #[arg(long)]
+    /// Let tools reach private addresses.
+    #[arg(
+        long,
+        env = "CANVAS_ALLOW_PRIVATE",
+        hide_env_values = true,
+        value_parser = super::opts::truthy
+    )]
     pub allow_private_network: bool,
     /// Where the MCP servers an Agent names are (YAML).
     #[arg(long, value_name = "FILE")]
@@ -54,12 +60,18 @@ impl ToolArgs {
             ..ToolEnv::default()
         };
         // RAGFlow's own bypass variable is honoured too.
-        env.net.allow_private = self.allow_private_network
-            || env_flag("CANVAS_ALLOW_PRIVATE")
-            || env_flag("ALLOW_ANY_HOST");
+        env.net.allow_private = self.allow_private_network || env_flag("ALLOW_ANY_HOST");
         if let Some(path) = &self.mcp_config {
             env.mcp = McpConfig::load(path).map_err(|e| CliError::invalid(e.to_string()))?;
         }
+        tracing::info!(
+            allow_private_network = env.net.allow_private,
+            allow_sql_writes = env.sql_writes,
+            mcp_config = ?self.mcp_config,
+            output_dir = ?env.artifacts_dir,
+            ragflow = ?env.ragflow.as_ref().map(|r| &r.base_url),
+            "tools configured"
+        );
         Ok(env)
     }
 }

@@ -14,6 +14,7 @@ mod examples;
 mod excel;
 mod exe_sql;
 mod fixtures;
+mod flags;
 mod generated;
 mod graph;
 mod harness;

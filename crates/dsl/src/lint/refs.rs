@@ -355,19 +355,35 @@ fn check_ref(
     }
 }
 
-/// C030 with a suggestion when an id differs only in case.
+/// C030 with a suggestion: an id differing only in case first, else the most similar
+/// existing id.
 fn unknown_component(c: &Canvas<'_>, shown: &str, id: &str) -> Finding {
     let f = Finding::new(
         "C030",
         Level::Error,
         format!("reference `{shown}` names unknown component `{id}`"),
     );
-    match c.comps.iter().find(|x| x.id.eq_ignore_ascii_case(id)) {
-        Some(x) => f.hint(format!("did you mean `{}`? ids are case-sensitive", x.id)),
+    if let Some(x) = c.comps.iter().find(|x| x.id.eq_ignore_ascii_case(id)) {
+        return f.hint(format!("did you mean `{}`? ids are case-sensitive", x.id));
+    }
+    match closest_id(id, c.comps.iter().map(|x| x.id)) {
+        Some(near) => f.hint(format!(
+            "did you mean `{near}`? RAGFlow crashes on a reference to a component that does not exist"
+        )),
         None => {
             f.hint("fix the id; RAGFlow crashes on a reference to a component that does not exist")
         }
     }
+}
+
+/// The existing id most similar to `id` (normalized Damerau-Levenshtein), when it is
+/// similar enough that the suggestion helps rather than confuses.
+fn closest_id<'a>(id: &str, ids: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    const THRESHOLD: f64 = 0.7;
+    ids.map(|x| (strsim::normalized_damerau_levenshtein(id, x), x))
+        .filter(|(score, _)| *score >= THRESHOLD)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, x)| x)
 }
 
 /// `{SYS.query}` → `{sys.query}`.
@@ -479,6 +495,40 @@ mod tests {
             Some("did you mean `Message:M`? ids are case-sensitive")
         );
         assert_eq!(only(&base(), "C030"), []);
+    }
+
+    #[test]
+    fn c030_suggests_the_closest_id_after_case() {
+        let doc = with(
+            "Message:N",
+            json!({"Message:N": cpn("Message", json!({"content": ["{Mesage:M@content} {Agent:Zzz@content}"]}), &[]),
+                   "Message:M": cpn("Message", json!({"content": ["hi"]}), &["Message:N"])}),
+        );
+        let hints: Vec<Option<String>> = run(&doc)
+            .into_iter()
+            .filter(|f| f.code == "C030")
+            .map(|f| f.hint)
+            .collect();
+        assert_eq!(hints.len(), 2, "{hints:?}");
+        assert_eq!(
+            hints[0].as_deref(),
+            Some(
+                "did you mean `Message:M`? RAGFlow crashes on a reference to a component that \
+                 does not exist"
+            )
+        );
+        assert_eq!(
+            hints[1].as_deref(),
+            Some("fix the id; RAGFlow crashes on a reference to a component that does not exist")
+        );
+        assert_eq!(
+            closest_id("Mesage:M", ["Message:M", "begin"].into_iter()),
+            Some("Message:M")
+        );
+        assert_eq!(
+            closest_id("LLM:Q", ["Message:M", "begin"].into_iter()),
+            None
+        );
     }
 
     #[test]

@@ -1,0 +1,196 @@
+//! Flag groups shared by several subcommands, each declared once and flattened where
+//! it is used: the run store (`StoreOpts`) and a run's output (`OutputOpts`). The model
+//! and tool groups live in `models.rs` and `tools.rs`.
+
+use std::io::{self, IsTerminal};
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+
+use super::{CliError, exit};
+use canvas_store::{RunRecord, SqliteStore, Store, StoreError};
+use canvas_ui::{JsonlRenderer, Renderer, SseRenderer, TextOptions, TextRenderer};
+
+/// A path flag's value, kept even when empty: an empty environment twin (`CANVAS_STORE=`)
+/// means "not set", as it did before clap read the variable.
+pub fn lenient_path(s: &str) -> Result<PathBuf, std::convert::Infallible> {
+    Ok(PathBuf::from(s))
+}
+
+/// A boolean environment twin: `1`, `true`, `yes` or `on` (any case) is true, anything
+/// else false, as the variables were read before clap read them.
+pub fn truthy(s: &str) -> Result<bool, std::convert::Infallible> {
+    Ok(matches!(
+        s.trim().to_ascii_lowercase().as_str(),
+        "1" | "true" | "yes" | "on"
+    ))
+}
+
+/// Where the SQLite run store is (`--store`, `$CANVAS_STORE`, else the data dir).
+#[derive(Debug, Clone, Default, Args)]
+pub struct StoreOpts {
+    /// SQLite run store [default: ~/.local/share/canvas/canvas.db].
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "CANVAS_STORE",
+        hide_env_values = true,
+        value_parser = lenient_path
+    )]
+    pub store: Option<PathBuf>,
+}
+
+impl StoreOpts {
+    /// The store's path: the flag or its environment twin, else the user's data dir.
+    pub fn path(&self) -> PathBuf {
+        match &self.store {
+            Some(p) if !p.as_os_str().is_empty() => p.clone(),
+            _ => canvas_store::default_path(),
+        }
+    }
+
+    /// Open (creating it when missing) the store, for commands that write runs.
+    pub fn open(&self) -> Result<SqliteStore, CliError> {
+        let path = self.path();
+        let store = SqliteStore::open(&path).map_err(|e| cannot_open(&path, &e))?;
+        tracing::info!(path = %path.display(), "run store opened");
+        Ok(store)
+    }
+
+    /// Open the store read-only, or `None` when there is no file: a read-only command
+    /// must not leave an empty store behind.
+    pub fn open_existing(&self) -> Result<Option<SqliteStore>, CliError> {
+        let path = self.path();
+        let store = match path.try_exists() {
+            Ok(false) => None,
+            Ok(true) => SqliteStore::open_read_only(&path).map_err(|e| cannot_open(&path, &e))?,
+            Err(e) => return Err(cannot_open(&path, &e)),
+        };
+        tracing::info!(path = %path.display(), found = store.is_some(), "run store opened read-only");
+        Ok(store)
+    }
+
+    /// The run `id` names (full id, unique prefix or `latest`), in a store that must exist.
+    pub fn find_run(&self, id: &str) -> Result<(SqliteStore, RunRecord), CliError> {
+        let Some(store) = self.open_existing()? else {
+            return Err(CliError::invalid(format!(
+                "no run matches \"{id}\": there is no run store at {}",
+                self.path().display()
+            ))
+            .hint(RUNS_HINT));
+        };
+        let rec = find_in(&store, id)?;
+        Ok((store, rec))
+    }
+}
+
+/// Where to look when a run id matches nothing.
+const RUNS_HINT: &str = "canvas runs lists the stored runs";
+
+/// The run `id` names in `store`; an unknown id suggests the closest stored one.
+pub fn find_in(store: &dyn Store, id: &str) -> Result<RunRecord, CliError> {
+    match store.find_run(id) {
+        Ok(rec) => Ok(rec),
+        Err(e @ StoreError::NotFound(_)) => {
+            let ids: Vec<String> = store
+                .list_runs(None, 0)
+                .map(|runs| runs.into_iter().map(|r| r.id).collect())
+                .unwrap_or_default();
+            // Ids are often given as prefixes: compare with each id cut to the same length.
+            let cut: Vec<&str> = ids.iter().map(|i| i.get(..id.len()).unwrap_or(i)).collect();
+            let hint = match super::suggest::closest(id, cut.iter().copied()) {
+                Some(near) => {
+                    let full = ids.iter().find(|i| i.starts_with(near)).map_or(near, |i| i);
+                    format!("{RUNS_HINT}; did you mean {full}?")
+                }
+                None => RUNS_HINT.to_string(),
+            };
+            Err(CliError::invalid(e.to_string()).hint(hint))
+        }
+        Err(e @ StoreError::Ambiguous { .. }) => {
+            Err(CliError::invalid(e.to_string()).hint(RUNS_HINT))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The store at `path` could not be opened (exit 2).
+pub fn cannot_open(path: &Path, e: &dyn std::fmt::Display) -> CliError {
+    CliError::invalid(format!(
+        "{}: cannot open the run store: {e}",
+        path.display()
+    ))
+}
+
+/// A store that failed while reading or writing a run (exit 1).
+impl From<StoreError> for CliError {
+    fn from(e: StoreError) -> Self {
+        CliError::new(exit::FAILED, format!("run store: {e}"))
+    }
+}
+
+/// Output formats of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RunFormat {
+    // Readable text (default on a terminal).
+    Text,
+    // One JSON event per line (default otherwise).
+    Jsonl,
+    // RAGFlow's SSE framing: `data:{json}` frames, then `data:[DONE]`.
+    Sse,
+}
+
+/// How a run shows its events: `--format`, `-v`, `--quiet`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct OutputOpts {
+    /// text (default on a terminal), jsonl (one event per line) or sse.
+    #[arg(long, value_enum, hide_possible_values = true)]
+    pub format: Option<RunFormat>,
+    /// More output: node starts, logs on stderr, error causes.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    /// Less output: message text and errors only.
+    #[arg(long, conflicts_with = "verbose")]
+    pub quiet: bool,
+}
+
+impl OutputOpts {
+    /// The format in effect: the flag, else text on a terminal and JSON lines otherwise.
+    pub fn format(&self) -> RunFormat {
+        self.format.unwrap_or(if io::stdout().is_terminal() {
+            RunFormat::Text
+        } else {
+            RunFormat::Jsonl
+        })
+    }
+
+    /// Whether the turn's output is text on a terminal (which shows its own summary).
+    pub fn shows_text_on_terminal(&self) -> bool {
+        !self.quiet && io::stdout().is_terminal() && self.format() == RunFormat::Text
+    }
+
+    /// The renderer writing this format to stdout (`prompts`: forms can be asked here).
+    pub fn renderer(&self, prompts: bool) -> Box<dyn Renderer> {
+        let stdout = io::stdout();
+        match self.format() {
+            RunFormat::Jsonl => Box::new(JsonlRenderer::new(io::BufWriter::new(stdout))),
+            RunFormat::Sse => Box::new(SseRenderer::new(io::BufWriter::new(stdout))),
+            RunFormat::Text => {
+                let tty = stdout.is_terminal();
+                let color = tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+                let spinner = io::stderr().is_terminal() && !self.quiet;
+                Box::new(TextRenderer::new(
+                    stdout,
+                    TextOptions {
+                        color,
+                        spinner,
+                        verbose: self.verbose,
+                        quiet: self.quiet,
+                        prompts,
+                        answered_later: false,
+                    },
+                ))
+            }
+        }
+    }
+}

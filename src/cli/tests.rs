@@ -1,0 +1,114 @@
+//! A table of valid and invalid command lines: what clap accepts, and what it refuses.
+
+use clap::Parser;
+
+use super::Cli;
+
+/// Command lines clap must accept.
+const VALID: &[&str] = &[
+    "canvas run flow.json",
+    "canvas run - -q hello",
+    "canvas run flow.json -q hi -i a=1 -i b=2 --inputs in.yaml",
+    "canvas run flow.json --format jsonl --store s.db --mock-llm m.yaml",
+    "canvas run flow.json --format sse -v",
+    "canvas run flow.json --quiet --non-interactive --max-parallel 2 --timeout 1.5 --seed 7",
+    "canvas run flow.json --llm-config llm.yaml --model gpt@OpenAI --record rec.json",
+    "canvas run flow.json --replay rec.json",
+    "canvas run flow.json --allow-private-network --mcp-config mcp.yaml --allow-sql-writes --output-dir out",
+    "canvas resume latest -i days=3",
+    "canvas resume 01JABC --canvas-changed=ok -q more",
+    "canvas chat flow.yaml --mock-llm m.yaml",
+    "canvas runs --status waiting --limit 5 --format json --store s.db",
+    "canvas runs --status WAITING",
+    "canvas show latest --store s.db",
+    "canvas show latest --format json",
+    "canvas events latest --format jsonl --turn 2",
+    "canvas cancel 01JABC --store s.db",
+    "canvas validate a.json b.yaml --strict --format github",
+    "canvas migrate old.json --check",
+    "canvas graph flow.yaml --format dot",
+    "canvas components --format json",
+    "canvas completions bash",
+    "canvas man",
+];
+
+/// Command lines clap must refuse (a usage error, exit 2).
+const INVALID: &[&str] = &[
+    "canvas",
+    "canvas run",
+    "canvas run flow.json --format xml",
+    "canvas run flow.json -v --quiet",
+    "canvas run flow.json --mock-llm m.yaml --replay r.json",
+    "canvas run flow.json --record r.json --replay r.json",
+    "canvas run flow.json --max-parallel 0",
+    "canvas run flow.json --timeout soon",
+    "canvas run flow.json --no-such-flag",
+    "canvas resume",
+    "canvas resume latest --canvas-changed=yes",
+    "canvas runs --status sleeping",
+    "canvas runs --limit -1",
+    "canvas events latest --turn 0",
+    "canvas show",
+    "canvas runs -v",
+    "canvas completions tcsh",
+    "canvas help",
+];
+
+fn parse(line: &str) -> Result<Cli, clap::Error> {
+    Cli::try_parse_from(line.split_whitespace())
+}
+
+#[test]
+fn valid_command_lines_parse() {
+    for line in VALID {
+        if let Err(e) = parse(line) {
+            panic!("{line}: {e}");
+        }
+    }
+}
+
+#[test]
+fn invalid_command_lines_are_usage_errors() {
+    for line in INVALID {
+        match parse(line) {
+            Ok(cli) => panic!("{line}: accepted as {cli:?}"),
+            Err(e) => assert!(e.use_stderr(), "{line}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn flag_groups_resolve_to_plain_values() {
+    let Ok(cli) = parse("canvas run f.json -q hi --store s.db --llm-config c.yaml -v") else {
+        panic!("parse");
+    };
+    assert!(cli.verbose());
+    let super::Command::Run(args) = cli.command else {
+        panic!("not run");
+    };
+    assert_eq!(args.turn.store.path(), std::path::PathBuf::from("s.db"));
+    assert_eq!(
+        args.turn.models.llm_config(),
+        Some(std::path::Path::new("c.yaml"))
+    );
+    let req = args
+        .turn
+        .request(canvas_store::TurnKind::Start, canvas_pyrt::Object::new());
+    assert_eq!(req.query, "hi");
+}
+
+#[test]
+fn env_twins_read_as_before() {
+    use super::opts::{lenient_path, truthy};
+    for yes in ["1", "true", "YES", " on "] {
+        assert_eq!(truthy(yes), Ok(true), "{yes}");
+    }
+    for no in ["", "0", "no", "maybe"] {
+        assert_eq!(truthy(no), Ok(false), "{no}");
+    }
+    // An empty CANVAS_STORE means the default store, not a store at "".
+    let empty = super::opts::StoreOpts {
+        store: lenient_path("").ok(),
+    };
+    assert_eq!(empty.path(), canvas_store::default_path());
+}
