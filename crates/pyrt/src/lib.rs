@@ -1,8 +1,19 @@
 //! Python semantics RAGFlow's behaviour depends on, one implementation each: `str` and
 //! `repr`, float formatting, `==`, truthiness, `json.dumps` flavours.
 //!
-//! It knows nothing of canvases.
+//! It knows nothing of canvases: every function takes plain text or JSON values.
 
-mod value;
+mod eq;
+mod float;
+mod json;
+mod str;
+mod truth;
 
-pub use value::*;
+pub use eq::*;
+pub use float::*;
+pub use json::*;
+pub use str::*;
+pub use truth::*;
+
+/// A JSON object with insertion order kept (Python dicts keep it too).
+pub type Object = serde_json::Map<String, serde_json::Value>;
