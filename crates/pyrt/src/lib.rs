@@ -1,17 +1,19 @@
 //! Python semantics RAGFlow's behaviour depends on, one implementation each: `str` and
-//! `repr`, float formatting, `==`, truthiness, `json.dumps` flavours.
+//! `repr`, float formatting, `==`, truthiness, `json.dumps` flavours, `ast.literal_eval`.
 //!
 //! It knows nothing of canvases: every function takes plain text or JSON values.
 
 mod eq;
 mod float;
 mod json;
+mod literal_eval;
 mod str;
 mod truth;
 
 pub use eq::*;
 pub use float::*;
 pub use json::*;
+pub use literal_eval::*;
 pub use str::*;
 pub use truth::*;
 
