@@ -1,5 +1,5 @@
 //! Python semantics RAGFlow's behaviour depends on, one implementation each: `str` and
-//! `repr`, float formatting, `==`, truthiness, `json.dumps` flavours, `ast.literal_eval`.
+//! `repr`, float formatting, `==`, truthiness, `json.dumps` flavours, `ast.literal_eval`, `list.sort`.
 //!
 //! It knows nothing of canvases: every function takes plain text or JSON values.
 
@@ -7,6 +7,7 @@ mod eq;
 mod float;
 mod json;
 mod literal_eval;
+mod sort;
 mod str;
 mod truth;
 
@@ -14,6 +15,7 @@ pub use eq::*;
 pub use float::*;
 pub use json::*;
 pub use literal_eval::*;
+pub use sort::*;
 pub use str::*;
 pub use truth::*;
 
