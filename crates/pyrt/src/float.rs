@@ -116,6 +116,53 @@ pub fn float_value(f: f64) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// Python `format(x, ".6f")`.
+pub fn py_format_f6(f: f64) -> String {
+    if f.is_nan() {
+        "nan".into()
+    } else if f.is_infinite() {
+        if f > 0.0 { "inf".into() } else { "-inf".into() }
+    } else {
+        format!("{f:.6}")
+    }
+}
+
+/// Python `format(x, "g")`: 6 significant digits, trailing zeros dropped, scientific
+/// notation below 1e-4 and from 1e6.
+pub fn py_format_g(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    // The exponent after rounding to 6 significant digits.
+    let sci = format!("{f:.5e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if (-4..6).contains(&exp) {
+        let decimals = (5 - exp).max(0) as usize;
+        trim(&format!("{f:.decimals$}"))
+    } else {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,5 +192,29 @@ mod tests {
         assert_eq!(parse_py_float("abc"), None);
         assert_eq!(parse_py_float("1__0"), None);
         assert_eq!(parse_py_float("0x10"), None);
+    }
+}
+
+#[cfg(test)]
+mod format_g_tests {
+    use super::py_format_g;
+
+    #[test]
+    fn general_format_matches_python() {
+        // Values from Python's format(x, "g").
+        for (x, want) in [
+            (1.5, "1.5"),
+            (2.0, "2"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (123456.0, "123456"),
+            (1234567.0, "1.23457e+06"),
+            (1.23456789, "1.23457"),
+            (-2.5e-7, "-2.5e-07"),
+            (100000.4, "100000"),
+            (999999.5, "1e+06"),
+        ] {
+            assert_eq!(py_format_g(x), want, "{x}");
+        }
     }
 }
