@@ -7,10 +7,10 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::list_operations::{MAX_DEPTH, no_attribute, py_strip};
+use super::list_operations::{MAX_DEPTH, no_attribute};
 use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx};
 use canvas_pyrt::py_type_name;
-use canvas_pyrt::{Object, literal_eval, py_str, truthy};
+use canvas_pyrt::{Object, literal_eval, py_str, py_strip, truthy};
 
 /// The operations RAGFlow's `check()` accepts.
 const OPERATIONS: [&str; 7] = [

@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 
 use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx};
 use canvas_pyrt::{
-    CompareError, Object, PyKey as Key, PyNum, py_lt_key, py_num, py_str, py_type_name, truthy,
+    CompareError, Object, PyKey as Key, PyNum, py_lt_key, py_num, py_str, py_strip, py_type_name,
+    truthy,
 };
 
 /// The operations RAGFlow's `check()` accepts (after normalisation).
@@ -408,11 +409,6 @@ fn parse_py_int(s: &str) -> Option<i128> {
         n = n.saturating_mul(10).saturating_add(i128::from(d));
     }
     Some(if neg { -n } else { n })
-}
-
-/// Python `str.strip()` (its white space includes `\x1c`..`\x1f`).
-pub(crate) fn py_strip(s: &str) -> &str {
-    s.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
 }
 
 /// The AttributeError text for calling `.attr` on a value of the wrong type.

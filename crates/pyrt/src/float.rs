@@ -2,13 +2,21 @@
 
 use serde_json::{Number, Value};
 
+/// How every Python float format spells NaN and the infinities.
+fn non_finite(f: f64) -> Option<&'static str> {
+    if f.is_nan() {
+        Some("nan")
+    } else if f.is_infinite() {
+        Some(if f > 0.0 { "inf" } else { "-inf" })
+    } else {
+        None
+    }
+}
+
 /// Python `repr(float)`: shortest round-trip digits, exponent form outside 1e-4..1e16.
 pub fn py_float(f: f64) -> String {
-    if f.is_nan() {
-        return "nan".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "inf".into() } else { "-inf".into() };
+    if let Some(s) = non_finite(f) {
+        return s.into();
     }
     if f == 0.0 {
         return if f.is_sign_negative() {
@@ -118,23 +126,14 @@ pub fn float_value(f: f64) -> Value {
 
 /// Python `format(x, ".6f")`.
 pub fn py_format_f6(f: f64) -> String {
-    if f.is_nan() {
-        "nan".into()
-    } else if f.is_infinite() {
-        if f > 0.0 { "inf".into() } else { "-inf".into() }
-    } else {
-        format!("{f:.6}")
-    }
+    non_finite(f).map_or_else(|| format!("{f:.6}"), String::from)
 }
 
 /// Python `format(x, "g")`: 6 significant digits, trailing zeros dropped, scientific
 /// notation below 1e-4 and from 1e6.
 pub fn py_format_g(f: f64) -> String {
-    if f.is_nan() {
-        return "nan".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "inf".into() } else { "-inf".into() };
+    if let Some(s) = non_finite(f) {
+        return s.into();
     }
     if f == 0.0 {
         return if f.is_sign_negative() {

@@ -105,6 +105,17 @@ pub fn py_type_name(v: &Value) -> &'static str {
     }
 }
 
+/// Python `str.isspace()` for one character (Unicode white space and the separators
+/// `\x1c`..`\x1f`).
+pub fn py_isspace(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// Python `str.strip()` without arguments.
+pub fn py_strip(s: &str) -> &str {
+    s.trim_matches(py_isspace)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +131,11 @@ mod tests {
         assert_eq!(py_str(&json!("it's")), "it's");
         assert_eq!(py_repr(&json!(["it's"])), "[\"it's\"]");
         assert_eq!(py_repr(&json!(["a\nb"])), "['a\\nb']");
+    }
+
+    #[test]
+    fn strip_matches_python() {
+        assert_eq!(py_strip("\u{1c} a b\u{a0}\u{3000}\n"), "a b");
+        assert_eq!(py_strip("\u{200b}x"), "\u{200b}x");
     }
 }

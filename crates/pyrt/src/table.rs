@@ -3,6 +3,7 @@
 //! wcwidth's display widths. The caller turns its rows into [`TableCell`]s, by column.
 
 use crate::float::{parse_py_float, py_float, py_format_f6, py_format_g};
+use crate::str::py_strip;
 
 /// A value as tabulate receives it from `df.values`.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,15 +42,6 @@ const T_BOOL: u8 = 1;
 const T_INT: u8 = 2;
 const T_FLOAT: u8 = 3;
 const T_STR: u8 = 5;
-
-/// Python `str.isspace()` for one character.
-fn py_space(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
-}
-
-fn py_strip(s: &str) -> &str {
-    s.trim_matches(py_space)
-}
 
 /// Python `int(s)` succeeds (base 10, surrounding white space, `_` between digits).
 fn py_int_ok(s: &str) -> bool {
