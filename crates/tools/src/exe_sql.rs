@@ -21,7 +21,7 @@ use super::sql::{self, Engine, Outcome, Target, frame};
 use super::{Call, Param, Tool, ToolMeta};
 use canvas_engine::template::string_format;
 use canvas_engine::{BuildError, CResult, ComponentError};
-use canvas_pyrt::{Object, py_json, py_str, truthy};
+use canvas_pyrt::{Object, py_json, py_str, py_strip, truthy};
 
 /// RAGFlow's `COMPONENT_EXEC_TIMEOUT` default, for the whole call.
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -170,11 +170,6 @@ impl ExeSql {
 
 fn failed(msg: impl Into<String>) -> ComponentError {
     ComponentError::Failed(msg.into())
-}
-
-/// Python `str.strip()`.
-fn py_strip(s: &str) -> &str {
-    s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
 }
 
 impl ExeSql {

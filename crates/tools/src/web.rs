@@ -186,12 +186,8 @@ where
     }
 }
 
-/// Python's `html.unescape` for the entities search pages use: the XML ones, `nbsp`
-/// and numeric references; others are kept as written.
-pub fn html_unescape(s: &str) -> String {
-    let nbsp = s.replace("&nbsp;", "\u{a0}");
-    super::xml::decode(&nbsp)
-}
+/// Python's `html.unescape`, for the tools that use it.
+pub use canvas_pyrt::html_unescape;
 
 /// Python's `urllib.parse.unquote`: `%XX` sequences decoded as UTF-8 (invalid bytes
 /// replaced), other text kept.

@@ -29,7 +29,7 @@ use super::sql::{Cell, ResultSet};
 use super::web::check_boolean;
 use super::{Call, Param, Tool, ToolMeta, with_retries};
 use canvas_engine::{BuildError, CResult};
-use canvas_pyrt::{Object, py_repr, py_str};
+use canvas_pyrt::{Object, py_repr, py_str, py_type_name, truthy};
 
 const BASE_VAR: &str = "CANVAS_YAHOO_FINANCE_BASE_URL";
 const COOKIE_VAR: &str = "CANVAS_YAHOO_FINANCE_COOKIE_URL";
@@ -351,24 +351,15 @@ fn first_result(
             }
             Some(other) => Err(format!(
                 "'{}' object does not support item assignment",
-                py_type(other)
+                py_type_name(other)
             )),
             None => Ok(None),
         },
         Some(Value::Null) => Err("object of type 'NoneType' has no len()".into()),
-        Some(other) => Err(format!("object of type '{}' has no len()", py_type(other))),
-    }
-}
-
-fn py_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float",
-        Value::Number(_) => "int",
-        Value::String(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
+        Some(other) => Err(format!(
+            "object of type '{}' has no len()",
+            py_type_name(other)
+        )),
     }
 }
 
@@ -628,7 +619,7 @@ fn utc_day(v: &Value) -> Result<String, String> {
     let ts = v.as_f64().ok_or_else(|| {
         format!(
             "'{}' object cannot be interpreted as an integer",
-            py_type(v)
+            py_type_name(v)
         )
     })?;
     chrono::DateTime::from_timestamp(ts.floor() as i64, 0)
@@ -662,7 +653,9 @@ fn calendar_frame(doc: Option<&Value>) -> Result<Frame, String> {
             let dates = match e.get("earningsDate") {
                 None => Vec::new(),
                 Some(Value::Array(a)) => a.iter().map(utc_day).collect::<Result<Vec<_>, _>>()?,
-                Some(other) => return Err(format!("'{}' object is not iterable", py_type(other))),
+                Some(other) => {
+                    return Err(format!("'{}' object is not iterable", py_type_name(other)));
+                }
             };
             cal.push(("Earnings Date".into(), json!(dates)));
             for (label, key) in [
@@ -831,18 +824,6 @@ fn news_frame(body: &str) -> Result<Frame, String> {
             .collect(),
         columns,
     })
-}
-
-/// Python truthiness of a JSON value.
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
 }
 
 // ---- the session ----

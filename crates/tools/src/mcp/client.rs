@@ -7,6 +7,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use canvas_pyrt::py_repr;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{ClientInitializeError, RunningService, ServiceError};
@@ -382,54 +383,6 @@ fn py_content_repr(content: &[Value]) -> String {
     format!("[{}]", items.join(", "))
 }
 
-/// Python's repr of a JSON value.
-fn py_repr(v: &Value) -> String {
-    match v {
-        Value::Null => "None".to_string(),
-        Value::Bool(true) => "True".to_string(),
-        Value::Bool(false) => "False".to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => py_str_repr(s),
-        Value::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
-        Value::Object(o) => format!(
-            "{{{}}}",
-            o.iter()
-                .map(|(k, v)| format!("{}: {}", py_str_repr(k), py_repr(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-/// Python's `repr(str)`: single quotes unless the text has some and no double ones.
-fn py_str_repr(s: &str) -> String {
-    let q = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(q);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == q => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(q);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,8 +422,8 @@ mod tests {
 
     #[test]
     fn python_reprs() {
-        assert_eq!(py_str_repr("it's"), "\"it's\"");
-        assert_eq!(py_str_repr("a\\b\u{1}"), "'a\\\\b\\x01'");
+        assert_eq!(canvas_pyrt::py_repr_str("it's"), "\"it's\"");
+        assert_eq!(canvas_pyrt::py_repr_str("a\\b\u{1}"), "'a\\\\b\\x01'");
         assert_eq!(
             py_repr(&json!({"a": [1, null, true]})),
             "{'a': [1, None, True]}"

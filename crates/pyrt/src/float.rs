@@ -1,0 +1,219 @@
+//! Python's float formatting and parsing: `repr(float)`, `float(x)`.
+
+use serde_json::{Number, Value};
+
+/// How every Python float format spells NaN and the infinities.
+fn non_finite(f: f64) -> Option<&'static str> {
+    if f.is_nan() {
+        Some("nan")
+    } else if f.is_infinite() {
+        Some(if f > 0.0 { "inf" } else { "-inf" })
+    } else {
+        None
+    }
+}
+
+/// Python `repr(float)`: shortest round-trip digits, exponent form outside 1e-4..1e16.
+pub fn py_float(f: f64) -> String {
+    if let Some(s) = non_finite(f) {
+        return s.into();
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
+    }
+    // `{:e}` gives the shortest round-trip mantissa, e.g. "1.5e20" or "-2.5e-5".
+    let sci = format!("{f:e}");
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let neg = mant.starts_with('-');
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    let sign = if neg { "-" } else { "" };
+    if (-4..16).contains(&exp) {
+        let point = exp + 1; // digits before the decimal point
+        let s = if point <= 0 {
+            format!("0.{}{}", "0".repeat((-point) as usize), digits)
+        } else if point as usize >= digits.len() {
+            format!("{}{}.0", digits, "0".repeat(point as usize - digits.len()))
+        } else {
+            let (a, b) = digits.split_at(point as usize);
+            format!("{a}.{b}")
+        };
+        format!("{sign}{s}")
+    } else {
+        let m = if digits.len() > 1 {
+            format!("{}.{}", &digits[..1], &digits[1..])
+        } else {
+            digits
+        };
+        let esign = if exp < 0 { '-' } else { '+' };
+        format!("{sign}{m}e{esign}{:02}", exp.abs())
+    }
+}
+
+/// An int or float as Python prints it (ints exactly, floats by [`py_float`]).
+pub(crate) fn py_number(n: &Number) -> String {
+    if let Some(i) = n.as_i64() {
+        i.to_string()
+    } else if let Some(u) = n.as_u64() {
+        u.to_string()
+    } else {
+        py_float(n.as_f64().unwrap_or(0.0))
+    }
+}
+
+/// Python `float(x)` for a JSON value: numbers, bools, and strings Python would parse
+/// (surrounding white space, `_` separators, `inf`/`nan`, exponents).
+pub fn py_float_of(v: &Value) -> Option<f64> {
+    match v {
+        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => parse_py_float(s),
+        _ => None,
+    }
+}
+
+/// Parse a string the way Python's `float()` does; `None` where Python raises.
+pub fn parse_py_float(s: &str) -> Option<f64> {
+    let t = s.trim();
+    if t.is_empty() {
+        return None;
+    }
+    let lower = t.to_ascii_lowercase();
+    let (sign, body) = match lower.strip_prefix('-') {
+        Some(b) => (-1.0, b),
+        None => (1.0, lower.strip_prefix('+').unwrap_or(&lower)),
+    };
+    match body {
+        "inf" | "infinity" => return Some(sign * f64::INFINITY),
+        "nan" => return Some(f64::NAN),
+        _ => {}
+    }
+    // Underscores are allowed only between digits.
+    if body.contains('_') {
+        let b = body.as_bytes();
+        for (i, &c) in b.iter().enumerate() {
+            if c == b'_' {
+                let ok = i > 0
+                    && i + 1 < b.len()
+                    && b[i - 1].is_ascii_digit()
+                    && b[i + 1].is_ascii_digit();
+                if !ok {
+                    return None;
+                }
+            }
+        }
+    }
+    let cleaned: String = body.chars().filter(|&c| c != '_').collect();
+    if !cleaned
+        .chars()
+        .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | '+' | '-'))
+    {
+        return None;
+    }
+    cleaned.parse::<f64>().ok().map(|f| sign * f)
+}
+
+/// A JSON value from an `f64`, as an integer when Python would keep an int.
+pub fn float_value(f: f64) -> Value {
+    Number::from_f64(f)
+        .map(Value::Number)
+        .unwrap_or(Value::Null)
+}
+
+/// Python `format(x, ".6f")`.
+pub fn py_format_f6(f: f64) -> String {
+    non_finite(f).map_or_else(|| format!("{f:.6}"), String::from)
+}
+
+/// Python `format(x, "g")`: 6 significant digits, trailing zeros dropped, scientific
+/// notation below 1e-4 and from 1e6.
+pub fn py_format_g(f: f64) -> String {
+    if let Some(s) = non_finite(f) {
+        return s.into();
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    // The exponent after rounding to 6 significant digits.
+    let sci = format!("{f:.5e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if (-4..6).contains(&exp) {
+        let decimals = (5 - exp).max(0) as usize;
+        trim(&format!("{f:.decimals$}"))
+    } else {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_like_python() {
+        assert_eq!(py_float(1.0), "1.0");
+        assert_eq!(py_float(2.5), "2.5");
+        assert_eq!(py_float(0.88), "0.88");
+        assert_eq!(py_float(1e16), "1e+16");
+        assert_eq!(py_float(1.5e20), "1.5e+20");
+        assert_eq!(py_float(123456789012345.0), "123456789012345.0");
+        assert_eq!(py_float(0.0001), "0.0001");
+        assert_eq!(py_float(0.00001), "1e-05");
+        assert_eq!(py_float(-2.5e-7), "-2.5e-07");
+        assert_eq!(py_float(11.0), "11.0");
+        assert_eq!(py_float(-0.0), "-0.0");
+    }
+
+    #[test]
+    fn python_float_parsing() {
+        assert_eq!(parse_py_float(" 3 "), Some(3.0));
+        assert_eq!(parse_py_float("1_000"), Some(1000.0));
+        assert_eq!(parse_py_float("1e3"), Some(1000.0));
+        assert_eq!(parse_py_float("-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_py_float(""), None);
+        assert_eq!(parse_py_float("abc"), None);
+        assert_eq!(parse_py_float("1__0"), None);
+        assert_eq!(parse_py_float("0x10"), None);
+    }
+}
+
+#[cfg(test)]
+mod format_g_tests {
+    use super::py_format_g;
+
+    #[test]
+    fn general_format_matches_python() {
+        // Values from Python's format(x, "g").
+        for (x, want) in [
+            (1.5, "1.5"),
+            (2.0, "2"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (123456.0, "123456"),
+            (1234567.0, "1.23457e+06"),
+            (1.23456789, "1.23457"),
+            (-2.5e-7, "-2.5e-07"),
+            (100000.4, "100000"),
+            (999999.5, "1e+06"),
+        ] {
+            assert_eq!(py_format_g(x), want, "{x}");
+        }
+    }
+}
