@@ -189,7 +189,7 @@ mod tests {
             json!({}),
         );
         assert_eq!(
-            h.with_cx(ID, |cx| cx.node().component.thoughts(cx)),
+            h.thoughts(ID),
             "Picking the first non-empty value of each group."
         );
     }

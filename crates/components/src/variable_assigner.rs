@@ -343,10 +343,7 @@ mod tests {
             json!({}),
             json!({}),
         );
-        assert_eq!(
-            h.with_cx(ID, |cx| cx.node().component.thoughts(cx)),
-            "Updating variables."
-        );
+        assert_eq!(h.thoughts(ID), "Updating variables.");
     }
 
     /// `conformance/cases/03_vars`: the whole operation list and its recorded results.

@@ -2,11 +2,10 @@
 //! between nodes, and the fresh run state (RAGFlow's `Canvas.reset()`).
 
 use indexmap::IndexMap;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::component::{Component, ContainerKind, Role};
-use super::refs::{self, RefElement};
-use super::state::{NodeState, RunState};
+use super::component::{Component, Role};
+use super::graph::{Graph, Node};
 use canvas_dsl::Dsl;
 use canvas_pyrt::Object;
 
@@ -105,39 +104,28 @@ impl CompileError {
     }
 }
 
-/// One compiled node.
-pub struct Node {
-    /// Component id.
-    pub id: String,
-    /// Class name as written (`component_type` in events).
-    pub class: String,
-    /// Human name from the graph (`component_name` in events), or `""`.
-    pub name: String,
-    /// The part it plays in the run algorithm.
-    pub role: Role,
-    /// Parameters as written.
-    pub params: Object,
-    /// Routing targets.
-    pub downstream: Vec<String>,
-    /// Enclosing Iteration/Loop.
-    pub parent_id: Option<String>,
-    /// Declared input names (`params.inputs` keys).
-    pub declared_inputs: Vec<String>,
-    /// Declared output names (`params.outputs` keys, else the component's defaults).
-    pub declared_outputs: Vec<String>,
-    /// The implementation.
-    pub component: Box<dyn Component>,
+/// A canvas ready to run: its graph and one component instance per node.
+pub struct Canvas {
+    /// Nodes and the DSL they came from.
+    pub graph: Graph,
+    /// The implementations, by `Node::index`.
+    components: Vec<Box<dyn Component>>,
 }
 
-/// A canvas ready to run.
-pub struct Canvas {
-    /// Nodes in DSL order.
-    pub nodes: IndexMap<String, Node>,
-    /// The DSL it was compiled from (globals, variables, extra keys).
-    pub dsl: Dsl,
+impl std::ops::Deref for Canvas {
+    type Target = Graph;
+
+    fn deref(&self) -> &Graph {
+        &self.graph
+    }
 }
 
 impl Canvas {
+    /// The implementation of `node`, a node of this canvas.
+    pub fn component(&self, node: &Node) -> &dyn Component {
+        self.components[node.index].as_ref()
+    }
+
     /// Compile a DSL with a component registry.
     pub fn compile(dsl: Dsl, registry: &dyn Registry) -> Result<Canvas, CompileError> {
         if !dsl.components.contains_key(ENTRY_ID) {
@@ -163,6 +151,7 @@ impl Canvas {
             }
         }
         let mut nodes = IndexMap::with_capacity(dsl.components.len());
+        let mut components = Vec::with_capacity(dsl.components.len());
         for (id, def) in &dsl.components {
             let name = &def.obj.component_name;
             let component = registry.build(name, &def.obj.params).map_err(|e| match e {
@@ -225,168 +214,14 @@ impl Canvas {
                     parent_id,
                     declared_inputs,
                     declared_outputs,
-                    component,
+                    index: components.len(),
                 },
             );
+            components.push(component);
         }
-        Ok(Canvas { nodes, dsl })
-    }
-
-    /// A node by id.
-    pub fn node(&self, id: &str) -> Option<&Node> {
-        self.nodes.get(id)
-    }
-
-    /// RAGFlow's resume test on a path's first id: it contains, case-insensitively, the
-    /// class name of a form (`"userfillup"`), whatever that component is.
-    pub fn names_a_form(&self, id: &str) -> bool {
-        let id = id.to_lowercase();
-        self.nodes
-            .values()
-            .filter(|n| n.role == Role::Form)
-            .any(|n| id.contains(&n.class.to_lowercase()))
-    }
-
-    /// The first item child of container `parent` (RAGFlow's `get_start`).
-    pub fn start_of(&self, parent: &str) -> Option<&str> {
-        self.nodes
-            .values()
-            .find(|n| n.parent_id.as_deref() == Some(parent) && n.role == Role::ContainerItem)
-            .map(|n| n.id.as_str())
-    }
-
-    /// Children of an Iteration/Loop in DSL order.
-    pub fn children_of<'a>(&'a self, parent: &'a str) -> impl Iterator<Item = &'a Node> + 'a {
-        self.nodes
-            .values()
-            .filter(move |n| n.parent_id.as_deref() == Some(parent))
-    }
-
-    /// RAGFlow's `get_input` for one parameter value of component `id` (`engine.md`
-    /// §2.4): a bare reference resolves to its raw value, a text with references is
-    /// formatted with Python `str()` of each value, any other value is itself.
-    pub fn input_value(&self, st: &RunState, id: &str, v: &Value) -> Result<Value, refs::RefError> {
-        match v {
-            Value::String(s) if refs::is_ref(st, s) => refs::resolve(st, s),
-            Value::String(s) => {
-                let found = self.collect_refs(id, s);
-                if found.is_empty() {
-                    return Ok(v.clone());
-                }
-                let mut kv = Vec::with_capacity(found.len());
-                for e in found {
-                    let val = refs::resolve(st, &e.exp)?;
-                    kv.push((e.raw, val));
-                }
-                Ok(Value::String(super::template::string_format(s, &kv)))
-            }
-            other => Ok(other.clone()),
-        }
-    }
-
-    /// Collect a text's references for component `id`, resolving `{item}`-style aliases
-    /// when `id` sits inside an Iteration.
-    pub fn collect_refs(&self, id: &str, text: &str) -> Vec<RefElement> {
-        let iteration = self
-            .node(id)
-            .and_then(|n| n.parent_id.as_deref())
-            .and_then(|p| self.node(p))
-            .filter(|p| p.role == Role::Container(ContainerKind::OverList))
-            .map(|p| p.id.as_str());
-        let alias = |a: &str| -> Option<String> {
-            if !matches!(a, "item" | "index" | "result") {
-                return None;
-            }
-            let start = self.start_of(iteration?)?;
-            Some(format!("{start}@{a}"))
-        };
-        refs::collect(text, &alias)
-    }
-
-    /// The state of a fresh run: RAGFlow's `Canvas.reset()` applied to this DSL.
-    pub fn fresh_state(&self) -> RunState {
-        let mut st = RunState::default();
-        let mut globals = self.dsl.globals.clone().unwrap_or_default();
-        for (k, v) in globals.iter_mut() {
-            if k.starts_with("sys.") {
-                *v = reset_by_type(v);
-            }
-        }
-        // Every sys key a run needs is back-filled (RAGFlow crashes without them).
-        for (k, v) in [
-            ("sys.query", json!("")),
-            ("sys.user_id", json!("")),
-            ("sys.conversation_turns", json!(0)),
-            ("sys.files", json!([])),
-            ("sys.history", json!([])),
-        ] {
-            globals.entry(k.to_string()).or_insert(v);
-        }
-        let decls = self.dsl.variables.as_object();
-        let env_keys: Vec<String> = globals
-            .keys()
-            .filter(|k| k.starts_with("env."))
-            .cloned()
-            .collect();
-        for k in env_keys {
-            let name = &k["env.".len()..];
-            let v = decls
-                .and_then(|d| d.get(name))
-                .map(variable_default)
-                .unwrap_or(json!(""));
-            globals.insert(k, v);
-        }
-        // Declared conversation variables missing from globals are added (RAGFlow
-        // would crash on the first reference to them).
-        if let Some(d) = decls {
-            for (name, decl) in d {
-                globals
-                    .entry(format!("env.{name}"))
-                    .or_insert_with(|| variable_default(decl));
-            }
-        }
-        st.globals = globals;
-        for (id, n) in &self.nodes {
-            let mut ns = NodeState::default();
-            for o in &n.declared_outputs {
-                ns.outputs.insert(o.clone(), Value::Null);
-            }
-            st.nodes.insert(id.clone(), ns);
-        }
-        st
-    }
-}
-
-/// `reset()` of a `sys.*` value: by its current type.
-fn reset_by_type(v: &Value) -> Value {
-    match v {
-        Value::String(_) => json!(""),
-        Value::Bool(_) => json!(0),
-        Value::Number(n) if n.is_f64() => json!(0),
-        Value::Number(_) => json!(0),
-        Value::Array(_) => json!([]),
-        Value::Object(_) => json!({}),
-        Value::Null => Value::Null,
-    }
-}
-
-/// A conversation variable's starting value: its `value`, else a default by `type`.
-fn variable_default(decl: &Value) -> Value {
-    match decl.get("value") {
-        Some(v) if !v.is_null() => v.clone(),
-        _ => {
-            let t = decl
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_ascii_lowercase();
-            match t.as_str() {
-                "number" => json!(0),
-                "boolean" => json!(false),
-                "object" => json!({}),
-                t if t.starts_with("array") => json!([]),
-                _ => json!(""),
-            }
-        }
+        Ok(Canvas {
+            graph: Graph { nodes, dsl },
+            components,
+        })
     }
 }

@@ -10,44 +10,14 @@ use rand::Rng;
 use rand::rngs::StdRng;
 use serde_json::Value;
 
-use super::compile::{Canvas, Node};
+use super::graph::{Graph, Node};
 use super::refs::{self, RefElement, RefError};
+pub use super::role::{ContainerKind, Role};
 use super::services::Services;
 use super::state::RunState;
 use super::template;
 use canvas_llm::{ChatModel, LlmError, ModelSource};
 use canvas_pyrt::Object;
-
-/// The part a component plays in RAGFlow's run algorithm. The engine schedules by role,
-/// never by class name; each component declares its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// Receives the run's inputs and never pauses (Begin).
-    Entry,
-    /// Pauses the run for a form (UserFillUp).
-    Form,
-    /// Streams its content after the batch (Message).
-    Streamer,
-    /// Routes through its `_next` output (Switch, Categorize).
-    Router,
-    /// Enters its item child and finishes when the item ends (Iteration, Loop).
-    Container(ContainerKind),
-    /// One pass of its enclosing container (IterationItem, LoopItem).
-    ContainerItem,
-    /// Leaves the enclosing breakable container (ExitLoop).
-    LoopBreak,
-    /// Every other component.
-    Plain,
-}
-
-/// What a container lets its children do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ContainerKind {
-    /// Walks a list: its children's texts may say `{item}`, `{index}`, `{result}`.
-    OverList,
-    /// Repeats until a condition: a `LoopBreak` child leaves it.
-    Breakable,
-}
 
 /// Why a component's invocation did not succeed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -220,7 +190,7 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// What a component sees while it runs.
 pub struct NodeCx<'a> {
-    pub(crate) canvas: &'a Canvas,
+    pub(crate) canvas: &'a Graph,
     pub(crate) node: &'a Node,
     pub(crate) shared: &'a Shared,
     pub(crate) run: &'a RunContext,
@@ -276,8 +246,8 @@ impl<'a> NodeCx<'a> {
             .input_value(&lock(&self.shared.state), &self.node.id, v)
     }
 
-    /// The compiled canvas.
-    pub fn canvas(&self) -> &Canvas {
+    /// The canvas's graph.
+    pub fn canvas(&self) -> &Graph {
         self.canvas
     }
 

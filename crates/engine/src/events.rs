@@ -4,6 +4,7 @@
 //! Payloads are serialised at emission time (they own their values), as RAGFlow's API
 //! does, so later mutations of the run state never change an emitted event.
 
+pub use super::usage::Usage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -131,29 +132,6 @@ pub struct WorkflowFinished {
     pub created_at: f64,
     /// Token usage of model calls.
     pub usage: Usage,
-}
-
-/// Token usage summed over model calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Prompt tokens.
-    pub prompt_tokens: u64,
-    /// Completion tokens.
-    pub completion_tokens: u64,
-    /// Sum of both.
-    pub total_tokens: u64,
-    /// Number of model calls.
-    pub calls: u64,
-}
-
-impl Usage {
-    /// Count one call.
-    pub fn add_call(&mut self, prompt_tokens: u64, completion_tokens: u64) {
-        self.prompt_tokens += prompt_tokens;
-        self.completion_tokens += completion_tokens;
-        self.total_tokens += prompt_tokens + completion_tokens;
-        self.calls += 1;
-    }
 }
 
 impl EventKind {

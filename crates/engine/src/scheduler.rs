@@ -8,13 +8,14 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use serde_json::{Value, json};
 
-use super::compile::{Canvas, ENTRY_ID, Node};
+use super::compile::{Canvas, ENTRY_ID};
 use super::component::{
     Chunk, ComponentError, ContainerKind, NodeCx, Role, RunContext, Shared, lock,
 };
 use super::events::{
     Event, EventKind, EventSink, MessageChunk, NodeFinished, NodeStarted, WorkflowFinished,
 };
+use super::graph::Node;
 use super::refs;
 use super::services::Services;
 use super::state::{Cursor, RunState};
@@ -240,7 +241,7 @@ struct Turn<'a> {
 impl<'a> Turn<'a> {
     fn cx(&self, node: &'a Node, kwargs: Object) -> NodeCx<'a> {
         NodeCx {
-            canvas: self.canvas,
+            canvas: &self.canvas.graph,
             node,
             shared: self.shared,
             run: self.run,
@@ -287,7 +288,7 @@ impl<'a> Turn<'a> {
                         let id = lock(&self.shared.state).path[i].clone();
                         let node = self.node(&id)?;
                         let cx = self.cx(node, Object::new());
-                        let thoughts = node.component.thoughts(&cx);
+                        let thoughts = self.canvas.component(node).thoughts(&cx);
                         em.emit(EventKind::NodeStarted(NodeStarted {
                             inputs: Value::Null,
                             created_at: now_f64() as i64,
@@ -345,9 +346,11 @@ impl<'a> Turn<'a> {
     /// [`Component::instant`](super::component::Component::instant)).
     fn all_instant(&self, from: usize, to: usize) -> bool {
         let st = lock(&self.shared.state);
-        st.path[from..to.min(st.path.len())]
-            .iter()
-            .all(|id| self.canvas.node(id).is_some_and(|n| n.component.instant()))
+        st.path[from..to.min(st.path.len())].iter().all(|id| {
+            self.canvas
+                .node(id)
+                .is_some_and(|n| self.canvas.component(n).instant())
+        })
     }
 
     /// Start a new turn: RAGFlow's turn start, `workflow_started`, and a first
@@ -502,7 +505,7 @@ impl<'a> Turn<'a> {
         let mut tips = String::new();
         for node in &forms {
             let cx = NodeCx {
-                canvas: self.canvas,
+                canvas: &self.canvas.graph,
                 node,
                 shared: self.shared,
                 run: &blank,
@@ -510,7 +513,7 @@ impl<'a> Turn<'a> {
             };
             let created = now_f64();
             cx.set_output("_created_time", json!(created));
-            match node.component.invoke(&cx).await {
+            match self.canvas.component(node).invoke(&cx).await {
                 Ok(()) => {}
                 Err(ComponentError::Failed(m)) => cx.set_output("_ERROR", json!(m)),
                 Err(ComponentError::Fatal(m)) => return Err(crash(&node.id, m)),
@@ -569,7 +572,7 @@ impl<'a> Turn<'a> {
                 Role::Entry | Role::Form => Object::new(),
                 _ => {
                     let cx = self.cx(node, Object::new());
-                    if let Some(elements) = node.component.text_refs(&cx) {
+                    if let Some(elements) = self.canvas.component(node).text_refs(&cx) {
                         let mut st = lock(&self.shared.state);
                         // RAGFlow evaluates every reference here: unknown ones crash.
                         for e in &elements {
@@ -636,7 +639,7 @@ impl<'a> Turn<'a> {
         let cx = self.cx(node, kwargs);
         let created = now_f64();
         cx.set_output("_created_time", json!(created));
-        match node.component.invoke(&cx).await {
+        match self.canvas.component(node).invoke(&cx).await {
             Ok(()) => {}
             Err(ComponentError::Failed(msg)) => {
                 let comment =
@@ -786,7 +789,11 @@ impl<'a> Turn<'a> {
                     }
                 }
             };
-            let res = node.component.drain(&cx, plan, &mut emit).await;
+            let res = self
+                .canvas
+                .component(node)
+                .drain(&cx, plan, &mut emit)
+                .await;
             if let Some(e) = failed {
                 return Err(e.into());
             }
@@ -836,7 +843,7 @@ impl<'a> Turn<'a> {
 
     fn finished(&self, node: &Node) -> NodeFinished {
         let cx = self.cx(node, Object::new());
-        let refs = node.component.text_refs(&cx);
+        let refs = self.canvas.component(node).text_refs(&cx);
         let st = lock(&self.shared.state);
         let ns = st.nodes.get(&node.id);
         let recorded = ns.map(|n| &n.inputs);
@@ -898,8 +905,9 @@ impl<'a> Turn<'a> {
         match node.role {
             Role::ContainerItem => {
                 let cx = self.cx(node, Object::new());
-                let end = node
-                    .component
+                let end = self
+                    .canvas
+                    .component(node)
                     .end(&cx)
                     .map_err(|e| crash(&node.id, e.to_string()))?;
                 if end {

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::events::Usage;
+use super::usage::Usage;
 use canvas_pyrt::Object;
 
 /// Outputs and recorded input values of one component.

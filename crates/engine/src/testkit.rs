@@ -61,7 +61,7 @@ impl Harness {
     pub fn invoke(&self, id: &str) -> CResult<()> {
         let node = self.canvas.node(id).expect("node exists");
         let cx = NodeCx {
-            canvas: &self.canvas,
+            canvas: &self.canvas.graph,
             node,
             shared: &self.shared,
             run: &self.run,
@@ -70,7 +70,7 @@ impl Harness {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .expect("runtime");
-        rt.block_on(node.component.invoke(&cx))
+        rt.block_on(self.canvas.component(node).invoke(&cx))
     }
 
     /// The run state.
@@ -108,11 +108,17 @@ impl Harness {
         f(&mut self.state())
     }
 
+    /// The progress text component `id` shows in its `node_started`.
+    pub fn thoughts(&self, id: &str) -> String {
+        let node = self.canvas.node(id).expect("node exists");
+        self.with_cx(id, |cx| self.canvas.component(node).thoughts(cx))
+    }
+
     /// Run `f` with the context component `id` sees.
     pub fn with_cx<R>(&self, id: &str, f: impl FnOnce(&NodeCx<'_>) -> R) -> R {
         let node = self.canvas.node(id).expect("node exists");
         let cx = NodeCx {
-            canvas: &self.canvas,
+            canvas: &self.canvas.graph,
             node,
             shared: &self.shared,
             run: &self.run,
