@@ -4,8 +4,9 @@
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use super::component::{Component, Role};
+use super::component::Component;
 use super::graph::{Graph, Node};
+use super::role::Role;
 use canvas_dsl::Dsl;
 use canvas_pyrt::Object;
 

@@ -5,7 +5,8 @@ use std::sync::MutexGuard;
 use serde_json::{Value, json};
 
 use super::compile::{BuildError, Canvas, Registry};
-use super::component::{CResult, Component, NodeCx, Role, RunContext, Shared, lock};
+use super::component::{CResult, Component, NodeCx, RunContext, Shared, lock};
+use super::role::Role;
 use super::state::RunState;
 use canvas_pyrt::Object;
 
@@ -60,17 +61,10 @@ impl Harness {
     /// Invoke component `id` (kwargs empty) and return its result.
     pub fn invoke(&self, id: &str) -> CResult<()> {
         let node = self.canvas.node(id).expect("node exists");
-        let cx = NodeCx {
-            canvas: &self.canvas.graph,
-            node,
-            shared: &self.shared,
-            run: &self.run,
-            kwargs: Object::new(),
-        };
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .expect("runtime");
-        rt.block_on(self.canvas.component(node).invoke(&cx))
+        self.with_cx(id, |cx| rt.block_on(self.canvas.component(node).invoke(cx)))
     }
 
     /// The run state.

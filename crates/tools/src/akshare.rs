@@ -15,7 +15,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::net::{ClientOptions, describe};
+use super::net::describe;
+use super::web::{failed, http_client};
 use super::{Call, Param, Tool, ToolMeta, with_retries};
 use canvas_engine::{BuildError, CResult};
 use canvas_pyrt::{Object, py_str};
@@ -139,14 +140,7 @@ impl AkShare {
     async fn attempt(&self, call: &Call<'_>, symbol: &str) -> Result<String, String> {
         let env = call.env();
         let url = format!("{}/search/jsonp", env.base_url(BASE_VAR, HOST));
-        env.net.check_url(&url).await.map_err(|e| e.to_string())?;
-        let client = env
-            .net
-            .client(&ClientOptions {
-                timeout: Some(TIMEOUT),
-                ..Default::default()
-            })
-            .map_err(|e| e.to_string())?;
+        let client = http_client(call, &url, TIMEOUT).await?;
         let param = search_param(symbol, self.top_n.max(10));
         let res = client
             .get(&url)
@@ -201,10 +195,7 @@ impl Tool for AkShare {
                 call.set_output("formalized_content", json!(text));
                 Ok(Some(json!(text)))
             }
-            Err(e) => {
-                call.set_output("_ERROR", json!(e));
-                Ok(Some(json!(format!("AkShare error: {e}"))))
-            }
+            Err(e) => failed(call, "AkShare", e),
         }
     }
 }

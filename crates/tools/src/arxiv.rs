@@ -56,21 +56,7 @@ pub struct ArXiv {
 
 #[async_trait]
 impl Tool for ArXiv {
-    fn class(&self) -> &'static str {
-        "ArXiv"
-    }
-
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-
-    fn default_outputs(&self) -> &'static [&'static str] {
-        &["formalized_content"]
-    }
-
-    fn env_vars(&self) -> &'static [&'static str] {
-        &[BASE_VAR]
-    }
+    crate::tool_facts!("ArXiv", outputs: ["formalized_content"], env: [BASE_VAR]);
 
     fn thoughts(&self, args: &Object) -> String {
         web::keywords_thoughts(args, 16)

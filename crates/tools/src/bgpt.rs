@@ -93,21 +93,7 @@ enum Attempt {
 
 #[async_trait]
 impl Tool for Bgpt {
-    fn class(&self) -> &'static str {
-        "BGPT"
-    }
-
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-
-    fn default_outputs(&self) -> &'static [&'static str] {
-        &["formalized_content", "json"]
-    }
-
-    fn env_vars(&self) -> &'static [&'static str] {
-        &[BASE_VAR]
-    }
+    crate::tool_facts!("BGPT", outputs: ["formalized_content", "json"], env: [BASE_VAR]);
 
     fn thoughts(&self, args: &Object) -> String {
         format!(

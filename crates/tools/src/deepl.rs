@@ -12,10 +12,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::net::{ClientOptions, describe};
+use super::net::describe;
+use super::web::{http_client, valid_value};
 use super::{Call, Param, Tool, ToolMeta};
 use canvas_engine::{BuildError, CResult};
-use canvas_pyrt::{Object, py_repr, py_str};
+use canvas_pyrt::{Object, py_str};
 
 /// Base URL override variable.
 const BASE_VAR: &str = "CANVAS_DEEPL_BASE_URL";
@@ -38,28 +39,6 @@ const TARGET_LANGS: &[&str] = &[
     "JA", "KO", "LT", "LV", "NB", "NL", "PL", "PT-BR", "PT-PT", "RO", "RU", "SK", "SL", "SV", "TR",
     "UK", "ZH",
 ];
-
-/// `check_valid_value`: `<descr> <value> is not supported, it should be in [...]`.
-fn valid_value(
-    params: &Object,
-    name: &str,
-    default: &str,
-    descr: &str,
-    allowed: &[&str],
-) -> Result<String, BuildError> {
-    let v = params.get(name).cloned().unwrap_or_else(|| json!(default));
-    match v.as_str() {
-        Some(s) if allowed.contains(&s) => Ok(s.to_string()),
-        _ => {
-            let list: Vec<Value> = allowed.iter().map(|s| json!(s)).collect();
-            Err(BuildError::Params(format!(
-                "{descr} {} is not supported, it should be in {}",
-                py_str(&v),
-                py_repr(&Value::Array(list))
-            )))
-        }
-    }
-}
 
 /// Build from DSL parameters, with RAGFlow's `check()`.
 pub fn build(params: &Object) -> Result<Box<dyn Tool>, BuildError> {
@@ -143,14 +122,7 @@ impl DeepL {
     async fn translate(&self, call: &Call<'_>, key: &str, text: &str) -> Result<String, String> {
         let env = call.env();
         let url = format!("{}/v2/translate", env.base_url(BASE_VAR, host_for(key)));
-        env.net.check_url(&url).await.map_err(|e| e.to_string())?;
-        let client = env
-            .net
-            .client(&ClientOptions {
-                timeout: Some(TIMEOUT),
-                ..Default::default()
-            })
-            .map_err(|e| e.to_string())?;
+        let client = http_client(call, &url, TIMEOUT).await?;
         let body = json!({"text": [text], "source_lang": self.source_lang, "target_lang": self.target_lang});
         let mut backoff = 1.0_f64;
         let mut attempt = 0;

@@ -67,21 +67,7 @@ pub struct DuckDuckGo {
 
 #[async_trait]
 impl Tool for DuckDuckGo {
-    fn class(&self) -> &'static str {
-        "DuckDuckGo"
-    }
-
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-
-    fn default_outputs(&self) -> &'static [&'static str] {
-        &["formalized_content", "json"]
-    }
-
-    fn env_vars(&self) -> &'static [&'static str] {
-        &[BASE_VAR]
-    }
+    crate::tool_facts!("DuckDuckGo", outputs: ["formalized_content", "json"], env: [BASE_VAR]);
 
     fn thoughts(&self, args: &Object) -> String {
         web::keywords_thoughts(args, 16)

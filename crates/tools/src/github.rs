@@ -51,21 +51,7 @@ pub struct GitHub {
 
 #[async_trait]
 impl Tool for GitHub {
-    fn class(&self) -> &'static str {
-        "GitHub"
-    }
-
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-
-    fn default_outputs(&self) -> &'static [&'static str] {
-        &["formalized_content", "json"]
-    }
-
-    fn env_vars(&self) -> &'static [&'static str] {
-        &["GITHUB_TOKEN", BASE_VAR]
-    }
+    crate::tool_facts!("GitHub", outputs: ["formalized_content", "json"], env: ["GITHUB_TOKEN", BASE_VAR]);
 
     fn thoughts(&self, args: &Object) -> String {
         format!(

@@ -262,21 +262,7 @@ pub struct Google {
 
 #[async_trait]
 impl Tool for Google {
-    fn class(&self) -> &'static str {
-        "Google"
-    }
-
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-
-    fn default_outputs(&self) -> &'static [&'static str] {
-        &["formalized_content", "json"]
-    }
-
-    fn env_vars(&self) -> &'static [&'static str] {
-        &["SERPAPI_API_KEY", BASE_VAR]
-    }
+    crate::tool_facts!("Google", outputs: ["formalized_content", "json"], env: ["SERPAPI_API_KEY", BASE_VAR]);
 
     fn thoughts(&self, args: &Object) -> String {
         // RAGFlow reads `query`, which this tool does not have: always `-_-!`.

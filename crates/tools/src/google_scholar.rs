@@ -70,21 +70,7 @@ pub struct GoogleScholar {
 
 #[async_trait]
 impl Tool for GoogleScholar {
-    fn class(&self) -> &'static str {
-        "GoogleScholar"
-    }
-
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-
-    fn default_outputs(&self) -> &'static [&'static str] {
-        &["formalized_content", "json"]
-    }
-
-    fn env_vars(&self) -> &'static [&'static str] {
-        &[BASE_VAR]
-    }
+    crate::tool_facts!("GoogleScholar", outputs: ["formalized_content", "json"], env: [BASE_VAR]);
 
     fn thoughts(&self, args: &Object) -> String {
         web::scholarly_thoughts(args)

@@ -81,21 +81,7 @@ pub struct Keenable {
 
 #[async_trait]
 impl Tool for Keenable {
-    fn class(&self) -> &'static str {
-        "KeenableSearch"
-    }
-
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-
-    fn default_outputs(&self) -> &'static [&'static str] {
-        &["formalized_content", "json"]
-    }
-
-    fn env_vars(&self) -> &'static [&'static str] {
-        &[RAGFLOW_VAR, BASE_VAR]
-    }
+    crate::tool_facts!("KeenableSearch", outputs: ["formalized_content", "json"], env: [RAGFLOW_VAR, BASE_VAR]);
 
     fn thoughts(&self, args: &Object) -> String {
         format!(

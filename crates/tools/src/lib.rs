@@ -8,6 +8,30 @@
 //! guard every outgoing call a canvas controls goes through), `sandbox` (where CodeExec
 //! runs code), `sql` (ExeSQL's database drivers), `mcp` (MCP servers' tools).
 
+/// The fixed facts every tool states the same way, in a `Tool` impl: its class name,
+/// its `meta` (a field of that name), its default outputs, the environment variables it
+/// reads.
+macro_rules! tool_facts {
+    ($class:literal, outputs: [$($o:literal),* $(,)?], env: [$($e:expr),* $(,)?]) => {
+        fn class(&self) -> &'static str {
+            $class
+        }
+
+        fn meta(&self) -> &$crate::ToolMeta {
+            &self.meta
+        }
+
+        fn default_outputs(&self) -> &'static [&'static str] {
+            &[$($o),*]
+        }
+
+        fn env_vars(&self) -> &'static [&'static str] {
+            &[$($e),*]
+        }
+    };
+}
+pub(crate) use tool_facts;
+
 pub mod akshare;
 pub mod arxiv;
 pub mod bgpt;

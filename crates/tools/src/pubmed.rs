@@ -71,21 +71,7 @@ pub struct PubMed {
 
 #[async_trait]
 impl Tool for PubMed {
-    fn class(&self) -> &'static str {
-        "PubMed"
-    }
-
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-
-    fn default_outputs(&self) -> &'static [&'static str] {
-        &["formalized_content"]
-    }
-
-    fn env_vars(&self) -> &'static [&'static str] {
-        &[BASE_VAR, KEY_VAR]
-    }
+    crate::tool_facts!("PubMed", outputs: ["formalized_content"], env: [BASE_VAR, KEY_VAR]);
 
     fn thoughts(&self, args: &Object) -> String {
         web::scholarly_thoughts(args)

@@ -83,21 +83,7 @@ pub struct QueritContents {
 
 #[async_trait]
 impl Tool for QueritContents {
-    fn class(&self) -> &'static str {
-        "QueritContents"
-    }
-
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-
-    fn default_outputs(&self) -> &'static [&'static str] {
-        &["json"]
-    }
-
-    fn env_vars(&self) -> &'static [&'static str] {
-        &[KEY_VAR, BASE_VAR]
-    }
+    crate::tool_facts!("QueritContents", outputs: ["json"], env: [KEY_VAR, BASE_VAR]);
 
     fn thoughts(&self, _args: &Object) -> String {
         "Reading web page contents with Querit.".to_string()

@@ -106,21 +106,7 @@ pub struct QueritSearch {
 
 #[async_trait]
 impl Tool for QueritSearch {
-    fn class(&self) -> &'static str {
-        "QueritSearch"
-    }
-
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-
-    fn default_outputs(&self) -> &'static [&'static str] {
-        &["formalized_content", "json"]
-    }
-
-    fn env_vars(&self) -> &'static [&'static str] {
-        &[KEY_VAR, BASE_VAR]
-    }
+    crate::tool_facts!("QueritSearch", outputs: ["formalized_content", "json"], env: [KEY_VAR, BASE_VAR]);
 
     fn thoughts(&self, args: &Object) -> String {
         format!(

@@ -17,9 +17,10 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::net::{ClientOptions, describe};
+use super::web::{failed, valid_value};
 use super::{Call, Param, Tool, ToolMeta, with_retries};
 use canvas_engine::{BuildError, CResult};
-use canvas_pyrt::{Object, py_repr, py_str, truthy};
+use canvas_pyrt::{Object, py_str, truthy};
 
 const GEO_VAR: &str = "CANVAS_QWEATHER_GEO_BASE_URL";
 const BASE_VAR: &str = "CANVAS_QWEATHER_BASE_URL";
@@ -62,28 +63,6 @@ fn error_text(code: &str) -> String {
         other => return format!("**Error** QWeather API returned code {other}."),
     };
     format!("**Error** {known}")
-}
-
-/// `check_valid_value`.
-fn valid_value(
-    params: &Object,
-    name: &str,
-    default: &str,
-    descr: &str,
-    allowed: &[&str],
-) -> Result<String, BuildError> {
-    let v = params.get(name).cloned().unwrap_or_else(|| json!(default));
-    match v.as_str() {
-        Some(s) if allowed.contains(&s) => Ok(s.to_string()),
-        _ => {
-            let list: Vec<Value> = allowed.iter().map(|s| json!(s)).collect();
-            Err(BuildError::Params(format!(
-                "{descr} {} is not supported, it should be in {}",
-                py_str(&v),
-                py_repr(&Value::Array(list))
-            )))
-        }
-    }
 }
 
 /// Build from DSL parameters, with RAGFlow's `check()`.
@@ -301,10 +280,7 @@ impl Tool for QWeather {
                 call.set_output("formalized_content", json!(text));
                 Ok(Some(json!(text)))
             }
-            Err(e) => {
-                call.set_output("_ERROR", json!(e));
-                Ok(Some(json!(format!("QWeather error: {e}"))))
-            }
+            Err(e) => failed(call, "QWeather", e),
         }
     }
 }

@@ -76,21 +76,7 @@ pub struct TavilyExtract {
 
 #[async_trait]
 impl Tool for TavilyExtract {
-    fn class(&self) -> &'static str {
-        "TavilyExtract"
-    }
-
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-
-    fn default_outputs(&self) -> &'static [&'static str] {
-        &["json"]
-    }
-
-    fn env_vars(&self) -> &'static [&'static str] {
-        &["TAVILY_API_KEY", BASE_VAR]
-    }
+    crate::tool_facts!("TavilyExtract", outputs: ["json"], env: ["TAVILY_API_KEY", BASE_VAR]);
 
     fn thoughts(&self, args: &Object) -> String {
         format!(

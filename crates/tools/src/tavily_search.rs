@@ -114,21 +114,7 @@ const FILLED: [(&str, DefaultValue); 10] = [
 
 #[async_trait]
 impl Tool for TavilySearch {
-    fn class(&self) -> &'static str {
-        "TavilySearch"
-    }
-
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-
-    fn default_outputs(&self) -> &'static [&'static str] {
-        &["formalized_content", "json"]
-    }
-
-    fn env_vars(&self) -> &'static [&'static str] {
-        &["TAVILY_API_KEY", BASE_VAR]
-    }
+    crate::tool_facts!("TavilySearch", outputs: ["formalized_content", "json"], env: ["TAVILY_API_KEY", BASE_VAR]);
 
     fn thoughts(&self, args: &Object) -> String {
         format!(

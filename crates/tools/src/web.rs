@@ -13,7 +13,7 @@ use super::net::{ClientOptions, describe};
 use super::reference::{Found, retrieve_chunks};
 use canvas_engine::template::plain_text;
 use canvas_engine::{BuildError, CResult};
-use canvas_pyrt::{Object, py_str};
+use canvas_pyrt::{Object, py_repr, py_str};
 
 /// The `User-Agent` of the web tools.
 pub const USER_AGENT: &str = concat!("canvas/", env!("CARGO_PKG_VERSION"));
@@ -61,6 +61,28 @@ pub fn check_valid_value(
         py_str(v),
         list.join(", ")
     )))
+}
+
+/// `check_valid_value`: `<descr> <value> is not supported, it should be in [...]`.
+pub fn valid_value(
+    params: &Object,
+    name: &str,
+    default: &str,
+    descr: &str,
+    allowed: &[&str],
+) -> Result<String, BuildError> {
+    let v = params.get(name).cloned().unwrap_or_else(|| json!(default));
+    match v.as_str() {
+        Some(s) if allowed.contains(&s) => Ok(s.to_string()),
+        _ => {
+            let list: Vec<Value> = allowed.iter().map(|s| json!(s)).collect();
+            Err(BuildError::Params(format!(
+                "{descr} {} is not supported, it should be in {}",
+                py_str(&v),
+                py_repr(&Value::Array(list))
+            )))
+        }
+    }
 }
 
 /// `check_boolean`: absent, or a JSON boolean.

@@ -64,21 +64,7 @@ pub struct Wikipedia {
 
 #[async_trait]
 impl Tool for Wikipedia {
-    fn class(&self) -> &'static str {
-        "Wikipedia"
-    }
-
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-
-    fn default_outputs(&self) -> &'static [&'static str] {
-        &["formalized_content"]
-    }
-
-    fn env_vars(&self) -> &'static [&'static str] {
-        &[BASE_VAR]
-    }
+    crate::tool_facts!("Wikipedia", outputs: ["formalized_content"], env: [BASE_VAR]);
 
     fn thoughts(&self, args: &Object) -> String {
         web::keywords_thoughts(args, 8)

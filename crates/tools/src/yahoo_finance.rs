@@ -1091,21 +1091,7 @@ impl YahooFinance {
 
 #[async_trait]
 impl Tool for YahooFinance {
-    fn class(&self) -> &'static str {
-        "YahooFinance"
-    }
-
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-
-    fn default_outputs(&self) -> &'static [&'static str] {
-        &["report"]
-    }
-
-    fn env_vars(&self) -> &'static [&'static str] {
-        &[BASE_VAR, COOKIE_VAR]
-    }
+    crate::tool_facts!("YahooFinance", outputs: ["report"], env: [BASE_VAR, COOKIE_VAR]);
 
     fn thoughts(&self, args: &Object) -> String {
         let code = args
