@@ -1,6 +1,11 @@
 //! The legacy MCP HTTP+SSE transport (protocol 2024-11-05), which `rmcp` 3.9 no
 //! longer ships: GET the SSE URL, wait for the `endpoint` event, POST each JSON-RPC
 //! message to that endpoint, and read the server's messages from the stream.
+//!
+//! The event parser is ours rather than `sse-stream`'s (in the tree through rmcp):
+//! that crate fails a stream on an unknown field or a repeated `event:` line, where the
+//! SSE specification ignores the one and keeps the last of the other, and it bounds no
+//! event's size, which a hostile server could grow without end.
 
 use futures::StreamExt;
 use reqwest::header::{ACCEPT, HeaderMap};
