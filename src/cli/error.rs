@@ -64,7 +64,7 @@ pub fn uncompilable(label: &str, e: &canvas_engine::CompileError) -> CliError {
     let err = CliError::invalid(format!("{label}: {e}"));
     if let canvas_engine::CompileError::UnknownComponent { name, .. } = e {
         let known = canvas_components::SUPPORTED.iter().map(|(n, _)| *n);
-        if let Some(near) = super::suggest::closest(name, known) {
+        if let Some(near) = canvas_dsl::suggest::closest(name, known) {
             return err.hint(format!("did you mean {near:?}? ({})", e.hint()));
         }
     }

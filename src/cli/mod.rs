@@ -19,7 +19,6 @@ mod run;
 mod runs;
 mod session;
 mod show;
-mod suggest;
 #[cfg(test)]
 mod tests;
 mod tools;

@@ -98,7 +98,7 @@ pub fn find_in(store: &dyn Store, id: &str) -> Result<RunRecord, CliError> {
                 .unwrap_or_default();
             // Ids are often given as prefixes: compare with each id cut to the same length.
             let cut: Vec<&str> = ids.iter().map(|i| i.get(..id.len()).unwrap_or(i)).collect();
-            let hint = match super::suggest::closest(id, cut.iter().copied()) {
+            let hint = match canvas_dsl::suggest::closest(id, cut.iter().copied()) {
                 Some(near) => {
                     let full = ids.iter().find(|i| i.starts_with(near)).map_or(near, |i| i);
                     format!("{RUNS_HINT}; did you mean {full}?")

@@ -12,6 +12,7 @@ pub mod load;
 pub mod locate;
 pub mod model;
 pub mod normalize;
+pub mod suggest;
 pub mod syntax;
 
 pub use finding::{Finding, Level};

@@ -366,7 +366,7 @@ fn unknown_component(c: &Canvas<'_>, shown: &str, id: &str) -> Finding {
     if let Some(x) = c.comps.iter().find(|x| x.id.eq_ignore_ascii_case(id)) {
         return f.hint(format!("did you mean `{}`? ids are case-sensitive", x.id));
     }
-    match closest_id(id, c.comps.iter().map(|x| x.id)) {
+    match crate::suggest::closest(id, c.comps.iter().map(|x| x.id)) {
         Some(near) => f.hint(format!(
             "did you mean `{near}`? RAGFlow crashes on a reference to a component that does not exist"
         )),
@@ -374,16 +374,6 @@ fn unknown_component(c: &Canvas<'_>, shown: &str, id: &str) -> Finding {
             f.hint("fix the id; RAGFlow crashes on a reference to a component that does not exist")
         }
     }
-}
-
-/// The existing id most similar to `id` (normalized Damerau-Levenshtein), when it is
-/// similar enough that the suggestion helps rather than confuses.
-fn closest_id<'a>(id: &str, ids: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    const THRESHOLD: f64 = 0.7;
-    ids.map(|x| (strsim::normalized_damerau_levenshtein(id, x), x))
-        .filter(|(score, _)| *score >= THRESHOLD)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, x)| x)
 }
 
 /// `{SYS.query}` → `{sys.query}`.
@@ -522,11 +512,11 @@ mod tests {
             Some("fix the id; RAGFlow crashes on a reference to a component that does not exist")
         );
         assert_eq!(
-            closest_id("Mesage:M", ["Message:M", "begin"].into_iter()),
+            crate::suggest::closest("Mesage:M", ["Message:M", "begin"]),
             Some("Message:M")
         );
         assert_eq!(
-            closest_id("LLM:Q", ["Message:M", "begin"].into_iter()),
+            crate::suggest::closest("LLM:Q", ["Message:M", "begin"]),
             None
         );
     }

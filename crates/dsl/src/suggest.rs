@@ -1,4 +1,5 @@
-//! "Did you mean" hints: the closest known name to a mistyped one.
+//! "Did you mean" hints: the closest known name to a mistyped one (component ids in
+//! `validate`, classes and run ids in the CLI).
 
 /// The candidate closest to `given`: one differing only in case first, else the most
 /// similar by normalized Damerau-Levenshtein distance, when it is similar enough.
