@@ -43,11 +43,14 @@ pub fn exec(args: CancelArgs) -> Result<u8, CliError> {
         // Nobody runs it any more (the process died): mark it cancelled here.
         let end = TurnEnd {
             status: RunStatus::Cancelled,
-            error: Some("cancelled"),
+            error: Some("cancelled".into()),
             waiting: None,
         };
         let turn = store.last_turn(&rec.id)?.map_or(0, |t| t.turn);
-        store.end_turn(&rec.id, turn, &[], None, end)?;
+        store.write_one(canvas_store::RunWrite {
+            end: Some(end),
+            ..canvas_store::RunWrite::new(rec.id.clone(), turn)
+        })?;
         let _ = store.release_lease(&rec.id, &canvas_store::lease_holder());
         eprintln!(
             "run {} was not being run; it is now cancelled (canvas resume {} continues it)",

@@ -59,6 +59,7 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
         args: &turn_args,
         models: &models,
         tools: std::sync::Arc::new(turn_args.tools.env(turn_args.models.llm_config())?),
+        checkpoints: std::cell::RefCell::new(canvas_store::Checkpointer::new()),
     };
     let tty = io::stdin().is_terminal() && io::stderr().is_terminal();
     if let Some(p) = canvas
@@ -125,15 +126,17 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
                 }
                 code = e.code;
                 // The failed turn is over; the next one starts from what was stored.
-                state = store
-                    .load_state(&record.id)
-                    .ok()
-                    .flatten()
+                let loaded = store.load_checkpoint(&record.id).ok();
+                state = loaded
+                    .as_ref()
+                    .and_then(|cp| cp.state().cloned())
                     .map(|mut s| {
                         s.cursor = None;
                         s
                     })
                     .unwrap_or_else(|| canvas.fresh_state());
+                // Checkpoints go on from what is stored, not from what failed.
+                *session.checkpoints.borrow_mut() = loaded.unwrap_or_default();
             }
         }
     }

@@ -14,6 +14,7 @@ mod man;
 mod migrate;
 mod models;
 mod opts;
+mod reporter;
 mod resume;
 mod run;
 mod runs;

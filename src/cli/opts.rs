@@ -9,7 +9,9 @@ use clap::{Args, ValueEnum};
 
 use super::{CliError, exit};
 use canvas_store::{RunRecord, SqliteStore, Store, StoreError};
-use canvas_ui::{JsonlRenderer, Renderer, SseRenderer, TextOptions, TextRenderer};
+use canvas_ui::{
+    JsonlRenderer, Output, OutputWriter, Renderer, SseRenderer, TextOptions, TextRenderer,
+};
 
 /// A path flag's value, kept even when empty: an empty environment twin (`CANVAS_STORE=`)
 /// means "not set", as it did before clap read the variable.
@@ -169,18 +171,25 @@ impl OutputOpts {
         !self.quiet && io::stdout().is_terminal() && self.format() == RunFormat::Text
     }
 
-    /// The renderer writing this format to stdout (`prompts`: forms can be asked here).
-    pub fn renderer(&self, prompts: bool) -> Box<dyn Renderer> {
+    /// Buffered stdout for a turn: written as it comes on a terminal (a person reads
+    /// along), in batches otherwise.
+    pub fn output(&self) -> Output {
         let stdout = io::stdout();
+        let eager = stdout.is_terminal();
+        Output::new(Box::new(stdout), eager)
+    }
+
+    /// The renderer writing this format to `out` (`prompts`: forms can be asked here).
+    pub fn renderer(&self, prompts: bool, out: OutputWriter) -> Box<dyn Renderer> {
         match self.format() {
-            RunFormat::Jsonl => Box::new(JsonlRenderer::new(io::BufWriter::new(stdout))),
-            RunFormat::Sse => Box::new(SseRenderer::new(io::BufWriter::new(stdout))),
+            RunFormat::Jsonl => Box::new(JsonlRenderer::new(out)),
+            RunFormat::Sse => Box::new(SseRenderer::new(out)),
             RunFormat::Text => {
-                let tty = stdout.is_terminal();
+                let tty = io::stdout().is_terminal();
                 let color = tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
                 let spinner = io::stderr().is_terminal() && !self.quiet;
                 Box::new(TextRenderer::new(
-                    stdout,
+                    out,
                     TextOptions {
                         color,
                         spinner,

@@ -49,7 +49,8 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
         .map_err(|e| CliError::invalid(format!("{label} (stored copy): {e}")))?;
     let canvas = Canvas::compile(dsl, &Registry)
         .map_err(|e| super::error::uncompilable(&format!("{label} (stored copy)"), &e))?;
-    let state = store.load_state(&rec.id)?;
+    let checkpoints = store.load_checkpoint(&rec.id)?;
+    let state = checkpoints.state().cloned();
     let models = args.turn.models.setup()?;
     models.check(&canvas, &label)?;
     let session = Session {
@@ -60,6 +61,7 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
         args: &args.turn,
         models: &models,
         tools: std::sync::Arc::new(args.turn.tools.env(args.turn.models.llm_config())?),
+        checkpoints: std::cell::RefCell::new(checkpoints),
     };
     let resume = match rec.status {
         RunStatus::Waiting => true,

@@ -63,6 +63,7 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
         args: &args.turn,
         models: &models,
         tools,
+        checkpoints: std::cell::RefCell::new(canvas_store::Checkpointer::new()),
     };
     session
         .start(&record, request, canvas.fresh_state())

@@ -1,9 +1,9 @@
-//! Driving a stored run, shared by `run`, `resume` and `chat`: the reporter that commits
-//! events and checkpoints to the store before showing a `node_finished`, the run's
+//! Driving a stored run, shared by `run`, `resume` and `chat`: the store's writer beside
+//! the turns (the [`Reporter`] hands it events and checkpoints), the run's
 //! lease and its watcher (lease renewal, cancel requests), Ctrl-C, the questions asked
 //! in the terminal, and each turn's final status.
 
-use std::io::{self, Write};
+use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -16,14 +16,15 @@ use serde_json::Value;
 use super::{CliError, exit};
 use canvas_engine::scheduler::DEFAULT_MAX_PARALLEL;
 use canvas_engine::{
-    Canvas, Event, EventKind, EventSink, Outcome, RunConfig, RunError, RunState, StopReason,
-    StopSignal, run_turn,
+    Canvas, Outcome, RunConfig, RunError, RunState, StopReason, StopSignal, run_turn,
 };
 use canvas_pyrt::Object;
-use canvas_store::{RunRecord, RunStatus, Store, TurnEnd, TurnKind, lease_holder};
-use canvas_ui::{Renderer, RunEnd};
+use canvas_store::writer::WriterHandle;
+use canvas_store::{Checkpointer, RunRecord, RunStatus, Store, TurnEnd, TurnKind, lease_holder};
+use canvas_ui::RunEnd;
 
 use super::opts::{OutputOpts, StoreOpts};
+use super::reporter::Reporter;
 
 /// Options shared by `run`, `resume` and `chat`.
 #[derive(Debug, Clone, Args)]
@@ -69,66 +70,6 @@ pub struct TurnArgs {
     /// What tools may reach and how.
     #[command(flatten)]
     pub tools: super::tools::ToolArgs,
-}
-
-impl TurnArgs {
-    /// The renderer for this turn's output.
-    fn renderer(&self) -> Box<dyn Renderer> {
-        self.output
-            .renderer(canvas_ui::prompt::can_prompt(self.non_interactive))
-    }
-}
-
-/// Commits events with checkpoints, then renders them: a `node_finished` (and what
-/// follows it) is shown only once it is in the store.
-struct Reporter<'s> {
-    store: &'s dyn Store,
-    run_id: String,
-    turn: u32,
-    renderer: Box<dyn Renderer>,
-    uncommitted: Vec<String>,
-    held: Vec<Event>,
-}
-
-impl Reporter<'_> {
-    /// Commit what is pending (ending the turn when `end` is given), then show what
-    /// was held back.
-    fn flush(&mut self, state: Option<&RunState>, end: Option<TurnEnd<'_>>) -> io::Result<()> {
-        let res = match end {
-            Some(end) => {
-                self.store
-                    .end_turn(&self.run_id, self.turn, &self.uncommitted, state, end)
-            }
-            None if !self.uncommitted.is_empty() || state.is_some() => {
-                self.store
-                    .commit(&self.run_id, self.turn, &self.uncommitted, state)
-            }
-            None => Ok(()),
-        };
-        res.map_err(|e| io::Error::other(format!("cannot write to the run store: {e}")))?;
-        self.uncommitted.clear();
-        for ev in std::mem::take(&mut self.held) {
-            self.renderer.event(&ev)?;
-        }
-        Ok(())
-    }
-}
-
-impl EventSink for Reporter<'_> {
-    fn emit(&mut self, ev: &Event) -> io::Result<()> {
-        self.uncommitted
-            .push(serde_json::to_string(ev).map_err(io::Error::other)?);
-        if !self.held.is_empty() || matches!(ev.kind, EventKind::NodeFinished(_)) {
-            self.held.push(ev.clone());
-            Ok(())
-        } else {
-            self.renderer.event(ev)
-        }
-    }
-
-    fn checkpoint(&mut self, state: &RunState) -> io::Result<()> {
-        self.flush(Some(state), None)
-    }
 }
 
 /// How often the watcher looks for a cancel request.
@@ -214,6 +155,8 @@ pub struct Session<'a> {
     pub models: &'a super::models::ModelSetup,
     /// What tools may reach and how.
     pub tools: std::sync::Arc<canvas_tools::ToolEnv>,
+    /// Plans the run's checkpoints (as of its last one).
+    pub checkpoints: std::cell::RefCell<Checkpointer>,
 }
 
 /// How a drive ended: the exit code and the run's state.
@@ -270,7 +213,10 @@ impl Session<'_> {
         }
         let stop = StopSignal::new();
         let signals = register_signals(&stop);
-        let res = self.turns(state, next, &stop);
+        let res = std::thread::scope(|s| {
+            let writer = canvas_store::writer::spawn_scoped(s, self.store);
+            self.turns(state, next, &stop, &writer)
+        });
         for id in signals {
             signal_hook::low_level::unregister(id);
         }
@@ -305,6 +251,7 @@ impl Session<'_> {
         mut state: RunState,
         mut next: Next,
         stop: &StopSignal,
+        writer: &WriterHandle,
     ) -> Result<Driven, CliError> {
         // `-i` answers forms ahead only when it is not the answer to the pending form
         // itself (`resume` of a waiting run) or a next turn's inputs.
@@ -342,7 +289,7 @@ impl Session<'_> {
                 }
             };
             self.store.clear_cancel(&self.run_id)?;
-            let out = self.one_turn(state, turn_no, &cfg, &mut presets)?;
+            let out = self.one_turn(state, turn_no, &cfg, &mut presets, writer)?;
             state = out.state;
             if let Some(inputs) = out.preset {
                 // Answers given with -i cover the form: answer it and go on.
@@ -409,15 +356,25 @@ impl Session<'_> {
         turn_no: u32,
         cfg: &RunConfig,
         presets: &mut Presets,
+        writer: &WriterHandle,
     ) -> Result<TurnOutcome, CliError> {
-        let mut reporter = Reporter {
-            store: self.store,
-            run_id: self.run_id.clone(),
-            turn: turn_no,
-            renderer: self.args.renderer(),
-            uncommitted: Vec::new(),
-            held: Vec::new(),
-        };
+        let output = self.args.output.output();
+        let renderer = self.args.output.renderer(
+            canvas_ui::prompt::can_prompt(self.args.non_interactive),
+            output.writer(),
+        );
+        let mut checkpoints = self
+            .checkpoints
+            .try_borrow_mut()
+            .map_err(|_| CliError::new(exit::FAILED, "a turn is already under way"))?;
+        let mut reporter = Reporter::new(
+            &self.run_id,
+            turn_no,
+            renderer,
+            &output,
+            writer,
+            &mut checkpoints,
+        );
         let Some((state, result)) = self.run_watched(state, cfg, &mut reporter)? else {
             return Err(self.timed_out(&mut reporter));
         };
@@ -426,9 +383,6 @@ impl Session<'_> {
             other => self.ending(other),
         };
         tracing::info!(run_id = %self.run_id, turn = turn_no, status = %ending.status, "turn ended");
-        if matches!(ending.end, RunEnd::Finished) {
-            self.warn_streaming_failures(&state);
-        }
         // A badly typed answer given up front is reported once the run is stored as
         // waiting, so it can be answered again.
         let preset = match &ending.form {
@@ -439,6 +393,9 @@ impl Session<'_> {
             ending.end = RunEnd::Answered;
         }
         self.record_end(&mut reporter, &state, &ending)?;
+        if matches!(ending.end, RunEnd::Finished) {
+            self.warn_streaming_failures(&state);
+        }
         let preset = preset.map_err(|e| {
             e.hint(format!(
                 "the run waits at its form: canvas resume {} -i key=value …",
@@ -495,11 +452,11 @@ impl Session<'_> {
     fn timed_out(&self, reporter: &mut Reporter<'_>) -> CliError {
         let end = TurnEnd {
             status: RunStatus::Interrupted,
-            error: Some("timed out"),
+            error: Some("timed out".into()),
             waiting: None,
         };
-        let _ = reporter.flush(None, Some(end));
-        let _ = reporter.renderer.finish(&RunEnd::Interrupted);
+        let _ = reporter.finish_turn(None, end);
+        let _ = reporter.finish_output(&RunEnd::Interrupted);
         tracing::info!(run_id = %self.run_id, "turn timed out");
         CliError::new(
             exit::FAILED,
@@ -521,10 +478,10 @@ impl Session<'_> {
     ) -> Result<TurnOutcome, CliError> {
         let end = TurnEnd {
             status: RunStatus::Interrupted,
-            error: Some(&e.to_string()),
+            error: Some(e.to_string()),
             waiting: None,
         };
-        let _ = reporter.flush(Some(&state), Some(end));
+        let _ = reporter.finish_turn(Some(&state), end);
         tracing::info!(run_id = %self.run_id, error = %e, "output or store failed mid-turn");
         if e.kind() == io::ErrorKind::BrokenPipe {
             return Ok(TurnOutcome {
@@ -666,15 +623,15 @@ impl Session<'_> {
     ) -> Result<(), CliError> {
         let end_rec = TurnEnd {
             status: ending.status,
-            error: ending.error.as_deref(),
-            waiting: ending.form.as_ref(),
+            error: ending.error.clone(),
+            waiting: ending.form.clone(),
         };
-        if let Err(e) = reporter.flush(Some(state), Some(end_rec)) {
+        if let Err(e) = reporter.finish_turn(Some(state), end_rec) {
             if e.kind() != io::ErrorKind::BrokenPipe {
                 return Err(CliError::new(exit::FAILED, format!("{}: {e}", self.label)));
             }
         }
-        if let Err(e) = reporter.renderer.finish(&ending.end) {
+        if let Err(e) = reporter.finish_output(&ending.end) {
             if e.kind() != io::ErrorKind::BrokenPipe {
                 return Err(CliError::new(
                     exit::FAILED,
@@ -682,7 +639,6 @@ impl Session<'_> {
                 ));
             }
         }
-        let _ = io::stdout().flush();
         Ok(())
     }
 

@@ -345,17 +345,41 @@ fn events_text_shows_the_messages_and_forms() {
 }
 
 #[test]
-fn events_names_a_corrupt_stored_event() {
+fn events_names_a_corrupt_stored_chunk() {
     let f = Fixture::new();
-    let (id, jsonl) = f.run_hello();
+    let (id, _) = f.run_hello();
     let conn = rusqlite::Connection::open(&f.store).unwrap();
     let changed = conn
         .execute(
-            "UPDATE events SET body = 'not an event' WHERE run_id = ?1 AND seq = 2",
+            "UPDATE event_chunks SET body = X'09000000FF' WHERE run_id = ?1 AND seq = 1",
             [&id],
         )
         .unwrap();
     assert_eq!(changed, 1);
+    drop(conn);
+    for format in ["text", "sse", "jsonl"] {
+        let (code, out, err) = f.cmd(&["events", &id, "--format", format]);
+        assert_eq!(code, Some(1), "{format}: {err}");
+        assert!(out.is_empty(), "nothing is printed before the error");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(&format!("run {id}: stored events 1–")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn events_names_a_corrupt_event_stored_by_an_older_version() {
+    let f = Fixture::new();
+    let (id, jsonl) = f.run_hello();
+    let conn = rusqlite::Connection::open(&f.store).unwrap();
+    // Older versions kept one row per event in `events`: the stream reads them first.
+    conn.execute(
+        "INSERT INTO events (run_id, seq, turn, body) VALUES (?1, 0, 1, 'not an event')",
+        [&id],
+    )
+    .unwrap();
     drop(conn);
     for format in ["text", "sse"] {
         let (code, out, err) = f.cmd(&["events", &id, "--format", format]);
@@ -363,15 +387,20 @@ fn events_names_a_corrupt_stored_event() {
         assert!(out.is_empty(), "nothing is printed before the error");
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(
-            err.starts_with(&format!("error: run {id}: stored event 2 ")),
+            err.starts_with(&format!("error: run {id}: stored event 1 ")),
             "{err}"
         );
     }
     // jsonl hands the stored bytes back as they are.
     let raw = f.ok(&["events", &id, "--format", "jsonl"]);
     let lines: Vec<&str> = raw.lines().collect();
-    assert_eq!(lines[1], "not an event");
-    assert_eq!(lines.len(), events(&jsonl).len());
+    assert_eq!(lines[0], "not an event");
+    assert_eq!(lines.len(), events(&jsonl).len() + 1);
+    assert_eq!(
+        lines[1..].join("\n"),
+        String::from_utf8_lossy(&jsonl).trim_end(),
+        "the rest byte for byte, as the run printed it"
+    );
 }
 
 #[test]

@@ -149,6 +149,108 @@ impl EventKind {
     }
 }
 
+/// The serialised form of events: RAGFlow's JSON line, built from its parts so an event
+/// is serialised once and the store can keep its payload without the envelope that
+/// every event of a turn repeats.
+pub mod wire {
+    use std::io::Write;
+
+    use serde::ser::{Serialize, SerializeMap, Serializer};
+
+    use super::{Event, EventKind};
+
+    /// What every event of one turn shares: `message_id`, `created_at`, `task_id`.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Envelope<'a> {
+        /// One id per turn.
+        pub message_id: &'a str,
+        /// Unix seconds at turn start.
+        pub created_at: i64,
+        /// The run id.
+        pub task_id: &'a str,
+    }
+
+    impl<'a> Envelope<'a> {
+        /// The envelope of `ev`.
+        pub fn of(ev: &'a Event) -> Envelope<'a> {
+            Envelope {
+                message_id: &ev.message_id,
+                created_at: ev.created_at,
+                task_id: &ev.task_id,
+            }
+        }
+    }
+
+    /// The `data` member of an event, serialised alone (the shape serde gives it inside
+    /// the envelope).
+    struct Data<'a>(&'a EventKind);
+
+    impl Serialize for Data<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            match self.0 {
+                EventKind::WorkflowStarted { inputs } => {
+                    let mut m = s.serialize_map(Some(1))?;
+                    m.serialize_entry("inputs", inputs)?;
+                    m.end()
+                }
+                EventKind::NodeStarted(d) => d.serialize(s),
+                EventKind::Message(d) => d.serialize(s),
+                EventKind::MessageEnd(d) => d.serialize(s),
+                EventKind::NodeFinished(d) => d.serialize(s),
+                EventKind::UserInputs { inputs, tips } => {
+                    let mut m = s.serialize_map(Some(2))?;
+                    m.serialize_entry("inputs", inputs)?;
+                    m.serialize_entry("tips", tips)?;
+                    m.end()
+                }
+                EventKind::WorkflowFinished(d) => d.serialize(s),
+            }
+        }
+    }
+
+    /// Append the JSON of `kind`'s `data` to `out`.
+    pub fn write_data(kind: &EventKind, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        serde_json::to_writer(out, &Data(kind))
+    }
+
+    /// Append the event line (no newline) made of its name, its serialised `data` and
+    /// the envelope to `out`: byte for byte what `serde_json::to_string(&event)` gives.
+    pub fn write_line(name: &str, data: &[u8], env: &Envelope<'_>, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"event\":\"");
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\",\"data\":");
+        out.extend_from_slice(data);
+        out.extend_from_slice(b",\"message_id\":");
+        json_str(env.message_id, out);
+        out.extend_from_slice(b",\"created_at\":");
+        // Writing to a Vec cannot fail.
+        let _ = write!(out, "{}", env.created_at);
+        out.extend_from_slice(b",\"task_id\":");
+        json_str(env.task_id, out);
+        out.push(b'}');
+    }
+
+    fn json_str(s: &str, out: &mut Vec<u8>) {
+        // Writing a &str to a Vec cannot fail.
+        let _ = serde_json::to_writer(out, s);
+    }
+
+    /// True when `name` is one of the seven event names (what a stored payload may be
+    /// tagged with).
+    pub fn is_event_name(name: &str) -> bool {
+        matches!(
+            name,
+            "workflow_started"
+                | "node_started"
+                | "message"
+                | "message_end"
+                | "node_finished"
+                | "user_inputs"
+                | "workflow_finished"
+        )
+    }
+}
+
 /// Where the scheduler sends events. An error stops the run at the next boundary.
 pub trait EventSink: Send {
     /// Take one event.
@@ -201,5 +303,73 @@ mod tests {
             ..ev
         };
         assert_eq!(serde_json::to_value(&end).unwrap()["data"], json!({}));
+    }
+
+    /// One event of every kind, with the values that need escaping or special floats.
+    fn every_kind() -> Vec<EventKind> {
+        let obj = |v: Value| v.as_object().cloned().unwrap();
+        vec![
+            EventKind::WorkflowStarted {
+                inputs: json!({"q": "a \"b\"\n"}),
+            },
+            EventKind::NodeStarted(NodeStarted {
+                inputs: Value::Null,
+                created_at: 7,
+                component_id: "Agent:x".into(),
+                component_name: "名前".into(),
+                component_type: "Agent".into(),
+                thoughts: "t\u{1}".into(),
+            }),
+            EventKind::Message(MessageChunk {
+                content: json!("hi"),
+                start_to_think: Some(true),
+                end_to_think: None,
+            }),
+            EventKind::MessageEnd(obj(json!({"reference": []}))),
+            EventKind::NodeFinished(NodeFinished {
+                inputs: obj(json!({"a": 1})),
+                outputs: obj(json!({"content": "x", "_elapsed_time": 1e-6})),
+                component_id: "c".into(),
+                component_name: String::new(),
+                component_type: "Message".into(),
+                error: None,
+                elapsed_time: 0.25,
+                created_at: 1.5,
+                usage: None,
+            }),
+            EventKind::UserInputs {
+                inputs: obj(json!({"f": {"type": "line"}})),
+                tips: "answer".into(),
+            },
+            EventKind::WorkflowFinished(WorkflowFinished {
+                inputs: json!({}),
+                outputs: json!({"content": "done"}),
+                elapsed_time: 3.0,
+                created_at: 2.0,
+                usage: Usage::default(),
+            }),
+        ]
+    }
+
+    #[test]
+    fn a_line_built_from_its_parts_is_the_serde_line() {
+        for kind in every_kind() {
+            let ev = Event {
+                kind,
+                message_id: "m\"1".into(),
+                created_at: -3,
+                task_id: "01RUN".into(),
+            };
+            let mut data = Vec::new();
+            wire::write_data(&ev.kind, &mut data).unwrap();
+            let mut line = Vec::new();
+            wire::write_line(ev.kind.name(), &data, &wire::Envelope::of(&ev), &mut line);
+            assert_eq!(
+                String::from_utf8(line).unwrap(),
+                serde_json::to_string(&ev).unwrap()
+            );
+            assert!(wire::is_event_name(ev.kind.name()));
+        }
+        assert!(!wire::is_event_name("node_finishe"));
     }
 }

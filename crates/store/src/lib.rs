@@ -3,13 +3,19 @@
 //! schema migrations of the file that holds them.
 //!
 //! [`Store`] is the seam; [`SqliteStore`] implements it on one SQLite file that many
-//! processes may share. Checkpoints are written as deltas ([`delta`]). The store keeps
-//! events as the serialised JSON lines it is given: it never formats output.
+//! processes may share. A process running a run plans its checkpoints itself
+//! ([`Checkpointer`]: deltas from the last one, [`delta`]) and hands them, with the
+//! run's events, to a [`writer`] thread that commits what many runs give it in one
+//! transaction. Events are kept compact ([`EventChunk`]): the payloads, without the
+//! envelope a turn's events share; reading them back gives the JSON lines as emitted.
 
+mod checkpoint;
+mod chunk;
 pub mod delta;
 pub mod lease;
 mod schema;
 mod sqlite;
+pub mod writer;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -21,8 +27,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use canvas_engine::RunState;
-
+pub use checkpoint::{CheckpointWrite, Checkpointer};
+pub use chunk::EventChunk;
 pub use delta::{CursorDelta, Delta, apply, diff};
 pub use lease::holder as lease_holder;
 pub use schema::SCHEMA_VERSION;
@@ -185,14 +191,41 @@ pub struct TurnRecord {
 }
 
 /// How a turn ended: the run's new status, error and pending form.
-#[derive(Debug, Clone, Copy)]
-pub struct TurnEnd<'a> {
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnEnd {
     /// The run's status from now on.
     pub status: RunStatus,
     /// Why it failed or stopped.
-    pub error: Option<&'a str>,
+    pub error: Option<String>,
     /// The pending form, when waiting.
-    pub waiting: Option<&'a Value>,
+    pub waiting: Option<Value>,
+}
+
+/// What one run writes in one commit: its events since the last write, a checkpoint,
+/// and how the turn ended, all or nothing.
+#[derive(Debug, Clone, Default)]
+pub struct RunWrite {
+    /// The run.
+    pub run_id: String,
+    /// The turn the events and checkpoint belong to.
+    pub turn: u32,
+    /// Events, in order, appended to the run's stream.
+    pub events: Vec<EventChunk>,
+    /// The run's state after them.
+    pub checkpoint: Option<CheckpointWrite>,
+    /// Set when the turn ends with this write.
+    pub end: Option<TurnEnd>,
+}
+
+impl RunWrite {
+    /// An empty write for `run_id`'s turn `turn`.
+    pub fn new(run_id: impl Into<String>, turn: u32) -> RunWrite {
+        RunWrite {
+            run_id: run_id.into(),
+            turn,
+            ..RunWrite::default()
+        }
+    }
 }
 
 /// Hex SHA-256 of a canvas text (to notice a canvas file changed before a resume).
@@ -265,6 +298,24 @@ pub enum StoreError {
     /// A stored value that this binary cannot read.
     #[error("store: corrupt data: {0}")]
     Corrupt(String),
+    /// The run's checkpoints moved on without this process: another one runs it.
+    #[error(
+        "run {run_id} was checkpointed by another process (its checkpoint {found}, this process expected {expected}); stop here and resume it again"
+    )]
+    Conflict {
+        /// The run.
+        run_id: String,
+        /// The newest stored checkpoint.
+        found: i64,
+        /// The one this process based its write on.
+        expected: i64,
+    },
+    /// A group commit failed as a whole (every write in it is undone).
+    #[error("store: committing a group of writes: {0}")]
+    Group(String),
+    /// The writer thread is gone (it stopped after an earlier failure).
+    #[error("store: the writer has stopped")]
+    WriterGone,
 }
 
 /// The store's result type.
@@ -288,28 +339,19 @@ pub trait Store: Send + Sync {
     fn find_run(&self, id_or_prefix: &str) -> Result<RunRecord>;
     /// Runs newest first, optionally of one status; `limit` 0 means all.
     fn list_runs(&self, status: Option<RunStatus>, limit: usize) -> Result<Vec<RunRecord>>;
-    /// In one transaction: append `events` (serialised JSON lines, in order) to the
-    /// run's stream for `turn`, and checkpoint `state` when given.
-    fn commit(
-        &self,
-        run_id: &str,
-        turn: u32,
-        events: &[String],
-        state: Option<&RunState>,
-    ) -> Result<()>;
-    /// [`Store::commit`], and in the same transaction end the turn: the run's status,
-    /// error and pending form, and the turn's end time.
-    fn end_turn(
-        &self,
-        run_id: &str,
-        turn: u32,
-        events: &[String],
-        state: Option<&RunState>,
-        end: TurnEnd<'_>,
-    ) -> Result<()>;
-    /// The latest checkpointed state, `None` when the run has none yet.
-    fn load_state(&self, run_id: &str) -> Result<Option<RunState>>;
-    /// Every stored event of the run, in order.
+    /// Group commit: every write in one transaction, each write all or nothing on its
+    /// own (one failing leaves the others in). The outer error fails them all.
+    fn write(&self, writes: &[RunWrite]) -> Result<Vec<Result<()>>>;
+    /// One write, committed before this returns.
+    fn write_one(&self, write: RunWrite) -> Result<()> {
+        self.write(std::slice::from_ref(&write))?
+            .pop()
+            .unwrap_or(Ok(()))
+    }
+    /// The run's latest checkpoint, as the planner of its next ones (its state is `None`
+    /// when the run has no checkpoint yet).
+    fn load_checkpoint(&self, run_id: &str) -> Result<Checkpointer>;
+    /// Every stored event of the run, in order, as the JSON lines emitted.
     fn events(&self, run_id: &str) -> Result<Vec<String>>;
     /// The stored events of one turn, in order.
     fn events_of_turn(&self, run_id: &str, turn: u32) -> Result<Vec<String>>;

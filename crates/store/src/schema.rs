@@ -10,7 +10,7 @@ use super::{Result, StoreError};
 /// The schema version this binary writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-const MIGRATIONS: &[&str] = &[
+pub(super) const MIGRATIONS: &[&str] = &[
     // 1: runs, events, checkpoints.
     "CREATE TABLE runs (
         id               TEXT PRIMARY KEY NOT NULL,
@@ -60,6 +60,33 @@ const MIGRATIONS: &[&str] = &[
         status     TEXT,                    -- the run's status when the turn ended
         PRIMARY KEY (run_id, turn)
     ) WITHOUT ROWID;",
+    // 3: events in compact chunks (a rowid table: chunks are larger than a WITHOUT
+    // ROWID row should be). Checkpoint bodies from now on are compressed blobs; the
+    // older text bodies and `events` rows stay readable.
+    "CREATE TABLE event_chunks (
+        run_id     TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        seq        INTEGER NOT NULL,        -- the first event's number in the run
+        n          INTEGER NOT NULL,        -- events in the chunk
+        turn       INTEGER NOT NULL,
+        message_id TEXT NOT NULL,           -- the envelope the chunk's events share
+        created_at INTEGER NOT NULL,
+        body       BLOB NOT NULL,           -- LZ4 of one `NAME DATA` line per event
+        UNIQUE (run_id, seq)
+    );",
+    // 4: canvas texts in a table of their own, once per distinct text. In the run's row
+    // a large canvas made every status or lease update rewrite it whole; and a canvas
+    // run many times is kept once. (A canvas no run refers to any more is deleted with
+    // the last such run.)
+    "CREATE TABLE canvases (
+        hash TEXT PRIMARY KEY NOT NULL,     -- hex SHA-256 of the text
+        text TEXT NOT NULL
+    );
+    INSERT OR IGNORE INTO canvases (hash, text) SELECT canvas_hash, canvas FROM runs;
+    ALTER TABLE runs DROP COLUMN canvas;
+    CREATE INDEX runs_by_canvas ON runs (canvas_hash);
+    CREATE TRIGGER runs_forget_canvas AFTER DELETE ON runs
+    WHEN NOT EXISTS (SELECT 1 FROM runs WHERE canvas_hash = OLD.canvas_hash)
+    BEGIN DELETE FROM canvases WHERE hash = OLD.canvas_hash; END;",
 ];
 
 /// The file's schema version.

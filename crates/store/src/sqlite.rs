@@ -2,39 +2,43 @@
 //! processes may share.
 //!
 //! Every write is one `BEGIN IMMEDIATE` transaction, so waiting writers queue on the
-//! busy timeout instead of failing with "database is locked". Checkpoints: the store
-//! remembers, per run it writes, the last state it committed; the next checkpoint is a
-//! [`Delta`] from it, or a full snapshot when the deltas since the last snapshot would
-//! outgrow it (or after 1000 deltas). A snapshot replaces the rows before it.
+//! busy timeout instead of failing with "database is locked"; a group of runs' writes
+//! ([`Store::write`]) is one transaction with a savepoint per write. Events are stored
+//! as LZ4-compressed chunks (`event_chunks`; the `events` rows of older versions are
+//! still read), checkpoints as compressed JSON (older ones are plain text). A full
+//! snapshot replaces the checkpoint rows before it.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use rusqlite::types::Value as SqlValue;
 use rusqlite::{
     Connection, OpenFlags, OptionalExtension, Params, Row, Transaction, TransactionBehavior, params,
 };
 use serde_json::Value;
 
-use super::delta::{Delta, apply, diff_touched};
+#[cfg(test)]
+use super::checkpoint::MAX_DELTAS;
+use super::chunk;
+use super::delta::{Delta, apply};
 use super::schema::{self, sql};
 use super::{
-    Result, RunRecord, RunStatus, Store, StoreError, TurnEnd, TurnKind, TurnRecord, lease, unix_now,
+    Checkpointer, Result, RunRecord, RunStatus, RunWrite, Store, StoreError, TurnKind, TurnRecord,
+    lease, unix_now,
 };
 use canvas_engine::RunState;
 
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
-/// Deltas after which a full snapshot is written anyway (bounds `load_state`).
-const MAX_DELTAS: u32 = 1000;
-/// Runs whose last state is kept in memory for deltas.
-const MAX_CACHED_RUNS: usize = 64;
 /// Matches listed in an ambiguous-prefix error.
 const MAX_MATCHES: usize = 20;
 
-const RUN_COLUMNS: &str = "id, source, canvas, canvas_hash, status, parent, created_at, \
-                           updated_at, turns, error, waiting";
+/// A run's columns, its canvas text from `canvases` (one row per distinct canvas: the
+/// run's row stays small, so the updates a turn makes to it stay cheap).
+const RUN_SELECT: &str = "SELECT r.id, r.source, c.text, r.canvas_hash, r.status, r.parent, \
+                          r.created_at, r.updated_at, r.turns, r.error, r.waiting \
+                          FROM runs r JOIN canvases c ON c.hash = r.canvas_hash";
 
 /// The SQLite implementation of [`Store`].
 pub struct SqliteStore {
@@ -44,38 +48,8 @@ pub struct SqliteStore {
 
 struct Inner {
     conn: Connection,
-    /// Per run: the last checkpoint this store wrote or read.
-    cache: HashMap<String, Cached>,
-    /// Checkpoint body bytes written by this store.
+    /// Checkpoint bytes (as stored) written by this store.
     checkpoint_bytes: u64,
-}
-
-/// The state as of checkpoint `seq`, and the bookkeeping that chooses delta or snapshot.
-struct Cached {
-    state: RunState,
-    seq: i64,
-    full_bytes: usize,
-    delta_bytes: usize,
-    deltas: u32,
-}
-
-impl Cached {
-    fn full(state: RunState, seq: i64, full_bytes: usize) -> Cached {
-        Cached {
-            state,
-            seq,
-            full_bytes,
-            delta_bytes: 0,
-            deltas: 0,
-        }
-    }
-}
-
-/// What `commit` decided to write, worked out before the transaction.
-enum Plan {
-    Unchanged,
-    Full(String),
-    Delta(Box<Delta>, String),
 }
 
 /// What an operation was, for error messages (formatted only on error).
@@ -162,7 +136,6 @@ impl SqliteStore {
         }
         let inner = Inner {
             conn,
-            cache: HashMap::new(),
             checkpoint_bytes: 0,
         };
         Ok(Some(SqliteStore {
@@ -202,7 +175,6 @@ impl SqliteStore {
         conn.set_prepared_statement_cache_capacity(32);
         let inner = Inner {
             conn,
-            cache: HashMap::new(),
             checkpoint_bytes: 0,
         };
         Ok(SqliteStore {
@@ -248,7 +220,7 @@ impl SqliteStore {
     }
 
     fn get_run(c: &Connection, id: &str) -> Result<Option<RunRecord>> {
-        let q = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1");
+        let q = format!("{RUN_SELECT} WHERE r.id = ?1");
         let raw = one(c, Op("reading the run", id), &q, [id], RawRun::read)?;
         raw.map(RawRun::into_record).transpose()
     }
@@ -296,155 +268,153 @@ impl SqliteStore {
         })
     }
 
-    fn event_bodies(&self, run_id: &str, q: &str, p: impl Params) -> Result<Vec<String>> {
+    /// The run's events as JSON lines, in order: the legacy `events` rows, then the
+    /// chunks (`turn` narrows both to one turn).
+    fn event_lines(&self, run_id: &str, turn: Option<u32>) -> Result<Vec<String>> {
+        let op = Op("reading the events", run_id);
         let g = self.lock();
-        let out = all(&g.conn, Op("reading the events", run_id), q, p, |r| {
-            r.get(0)
-        })?;
-        if out.is_empty() {
+        let turn = turn.map(i64::from);
+        let legacy: Vec<(i64, String)> = all(
+            &g.conn,
+            op,
+            "SELECT seq, body FROM events WHERE run_id = ?1 AND (?2 IS NULL OR turn = ?2)
+             ORDER BY seq",
+            params![run_id, turn],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        type Raw = (i64, i64, String, i64, Vec<u8>);
+        let chunks: Vec<Raw> = all(
+            &g.conn,
+            op,
+            "SELECT seq, n, message_id, created_at, body FROM event_chunks
+             WHERE run_id = ?1 AND (?2 IS NULL OR turn = ?2) ORDER BY seq",
+            params![run_id, turn],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )?;
+        if legacy.is_empty() && chunks.is_empty() {
             SqliteStore::must_exist(&g.conn, run_id)?;
+        }
+        drop(g);
+        // A store written before chunks existed has rows in `events` only, and a run
+        // continued since has its older events there: they come first.
+        let mut out: Vec<String> = legacy.into_iter().map(|(_, body)| body).collect();
+        for (seq, n, message_id, created_at, body) in chunks {
+            out.extend(chunk::lines(
+                &body,
+                n,
+                seq,
+                &message_id,
+                created_at,
+                run_id,
+            )?);
         }
         Ok(out)
     }
 
-    /// `commit`, optionally ending the turn in the same transaction.
-    fn commit_with(
-        &self,
-        run_id: &str,
-        turn: u32,
-        events: &[String],
-        state: Option<&RunState>,
-        end: Option<TurnEnd<'_>>,
-    ) -> Result<()> {
+    /// One run's write inside the group's transaction.
+    fn write_run(tx: &Connection, w: &RunWrite, checkpoint_bytes: &mut u64) -> Result<()> {
+        let run_id = w.run_id.as_str();
         let op = Op("committing", run_id);
-
-        let mut g = self.lock();
-        let Inner {
-            conn,
-            cache,
-            checkpoint_bytes,
-        } = &mut *g;
-        // Work out the checkpoint before taking the write lock: it is pure CPU.
-        let plan = match (state, cache.get(run_id)) {
-            (None, _) => None,
-            (Some(next), None) => Some(Plan::Full(to_json(next)?)),
-            (Some(next), Some(c)) => {
-                let d = diff_touched(&c.state, next);
-                Some(if d.is_empty() {
-                    Plan::Unchanged
-                } else {
-                    let body = to_json(&d)?;
-                    if c.deltas >= MAX_DELTAS || c.delta_bytes + body.len() > c.full_bytes {
-                        Plan::Full(to_json(next)?)
-                    } else {
-                        Plan::Delta(Box::new(d), body)
-                    }
-                })
-            }
-        };
-
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| op.err(e))?;
         // The run's row is not rewritten per checkpoint (it holds the canvas text, and
         // a row update rewrites it whole): only turn starts and ends touch it.
-        SqliteStore::must_exist(&tx, run_id)?;
-        if !events.is_empty() {
-            let q = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?1";
-            let last: i64 = one(&tx, op, q, [run_id], |r| r.get(0))?.unwrap_or(0);
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO events (run_id, seq, turn, body) VALUES (?1, ?2, ?3, ?4)",
-                )
-                .map_err(|e| op.err(e))?;
-            for (seq, body) in (last + 1..).zip(events) {
-                insert
-                    .execute(params![run_id, seq, turn, body])
-                    .map_err(|e| op.err(e))?;
-            }
-        }
-        // (seq, body bytes, the delta; `None` for a full snapshot)
-        let mut written: Option<(i64, usize, Option<Box<Delta>>)> = None;
-        if let (Some(next), Some(plan)) = (state, plan) {
-            let q = "SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE run_id = ?1";
-            let last: i64 = one(&tx, op, q, [run_id], |r| r.get(0))?.unwrap_or(0);
-            // Another process checkpointed since we did: our base is stale.
-            let fresh = cache.get(run_id).is_some_and(|c| c.seq == last);
-            let seq = last + 1;
-            let insert = |kind: &str, body: &str| {
-                exec(
-                    &tx,
-                    op,
-                    "INSERT INTO checkpoints (run_id, seq, turn, kind, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![run_id, seq, turn, kind, body],
-                )
+        SqliteStore::must_exist(tx, run_id)?;
+        let chunks = w.events.iter().filter(|c| !c.is_empty());
+        let mut next: Option<i64> = None;
+        for c in chunks {
+            let first = match next {
+                Some(n) => n,
+                None => SqliteStore::last_event_seq(tx, run_id)? + 1,
             };
-            let full = match plan {
-                Plan::Unchanged if fresh => None,
-                Plan::Delta(d, body) if fresh => {
-                    insert("delta", &body)?;
-                    written = Some((seq, body.len(), Some(d)));
-                    None
-                }
-                Plan::Full(body) => Some(body),
-                Plan::Unchanged | Plan::Delta(..) => Some(to_json(next)?),
-            };
-            if let Some(body) = full {
-                insert("full", &body)?;
-                let prune = "DELETE FROM checkpoints WHERE run_id = ?1 AND seq < ?2";
-                exec(&tx, op, prune, params![run_id, seq])?;
-                written = Some((seq, body.len(), None));
-            }
-        }
-        if let Some(end) = end {
-            let now = unix_now();
-            let waiting = end.waiting.map(to_json).transpose()?;
             exec(
-                &tx,
+                tx,
+                op,
+                "INSERT INTO event_chunks (run_id, seq, n, turn, message_id, created_at, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    run_id,
+                    first,
+                    c.count,
+                    w.turn,
+                    c.message_id,
+                    c.created_at,
+                    chunk::compress(&c.text)
+                ],
+            )?;
+            next = Some(first + i64::from(c.count));
+        }
+        if let Some(cp) = &w.checkpoint {
+            let q = "SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE run_id = ?1";
+            let last: i64 = one(tx, op, q, [run_id], |r| r.get(0))?.unwrap_or(0);
+            if last != cp.seq - 1 {
+                return Err(StoreError::Conflict {
+                    run_id: run_id.to_string(),
+                    found: last,
+                    expected: cp.seq - 1,
+                });
+            }
+            let body = chunk::compress(&cp.json);
+            exec(
+                tx,
+                op,
+                "INSERT INTO checkpoints (run_id, seq, turn, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    run_id,
+                    cp.seq,
+                    w.turn,
+                    if cp.full { "full" } else { "delta" },
+                    body
+                ],
+            )?;
+            if cp.full {
+                let prune = "DELETE FROM checkpoints WHERE run_id = ?1 AND seq < ?2";
+                exec(tx, op, prune, params![run_id, cp.seq])?;
+            }
+            *checkpoint_bytes += body.len() as u64;
+        }
+        if let Some(end) = &w.end {
+            let now = unix_now();
+            let waiting = end.waiting.as_ref().map(to_json).transpose()?;
+            exec(
+                tx,
                 op,
                 "UPDATE runs SET status = ?2, error = ?3, waiting = ?4, updated_at = ?5 WHERE id = ?1",
                 params![run_id, end.status.as_str(), end.error, waiting, now],
             )?;
             exec(
-                &tx,
+                tx,
                 op,
                 "UPDATE turns SET ended_at = ?3, status = ?4 WHERE run_id = ?1 AND turn = ?2",
-                params![run_id, turn, now, end.status.as_str()],
+                params![run_id, w.turn, now, end.status.as_str()],
             )?;
-        }
-        tx.commit().map_err(|e| op.err(e))?;
-
-        // Only now that it is durable does the cache move on.
-        let (Some(next), Some((seq, len, delta))) = (state, written) else {
-            return Ok(());
-        };
-        *checkpoint_bytes += len as u64;
-        match delta {
-            None => SqliteStore::remember(cache, run_id, Cached::full(next.clone(), seq, len)),
-            Some(d) => {
-                let moved_on = cache.get_mut(run_id).is_some_and(|c| {
-                    c.seq = seq;
-                    c.delta_bytes += len;
-                    c.deltas += 1;
-                    apply(&mut c.state, &d).is_ok()
-                });
-                if !moved_on {
-                    // The next checkpoint will be a full one.
-                    cache.remove(run_id);
-                }
-            }
         }
         Ok(())
     }
 
-    /// Remember `c` as the run's latest checkpoint (bounded: the cache is for the few
-    /// runs this process writes).
-    fn remember(cache: &mut HashMap<String, Cached>, run_id: &str, c: Cached) {
-        if cache.len() >= MAX_CACHED_RUNS && !cache.contains_key(run_id) {
-            cache.clear();
+    /// The number of the run's last stored event (0 when none).
+    fn last_event_seq(c: &Connection, run_id: &str) -> Result<i64> {
+        let op = Op("numbering the events", run_id);
+        let chunked: Option<i64> = one(
+            c,
+            op,
+            "SELECT seq + n - 1 FROM event_chunks WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1",
+            [run_id],
+            |r| r.get(0),
+        )?;
+        if let Some(n) = chunked {
+            return Ok(n);
         }
-        cache.insert(run_id.to_string(), c);
+        let q = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?1";
+        Ok(one(c, op, q, [run_id], |r| r.get(0))?.unwrap_or(0))
+    }
+}
+
+/// A stored checkpoint body as JSON text: compressed (a blob) or, as older versions
+/// wrote it, plain text.
+fn body_text(v: SqlValue, what: impl Fn() -> String) -> Result<String> {
+    match v {
+        SqlValue::Blob(b) => chunk::decompress(&b, what),
+        SqlValue::Text(t) => Ok(t),
+        _ => Err(StoreError::Corrupt(format!("{}: not a checkpoint", what()))),
     }
 }
 
@@ -526,8 +496,8 @@ impl Store for SqliteStore {
             i64::try_from(limit).unwrap_or(i64::MAX)
         };
         let q = format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE (?1 IS NULL OR status = ?1)
-             ORDER BY created_at DESC, id DESC LIMIT ?2"
+            "{RUN_SELECT} WHERE (?1 IS NULL OR r.status = ?1)
+             ORDER BY r.created_at DESC, r.id DESC LIMIT ?2"
         );
         let p = params![status.map(RunStatus::as_str), limit];
         let g = self.lock();
@@ -535,34 +505,43 @@ impl Store for SqliteStore {
         raws.into_iter().map(RawRun::into_record).collect()
     }
 
-    fn commit(
-        &self,
-        run_id: &str,
-        turn: u32,
-        events: &[String],
-        state: Option<&RunState>,
-    ) -> Result<()> {
-        self.commit_with(run_id, turn, events, state, None)
+    fn write(&self, writes: &[RunWrite]) -> Result<Vec<Result<()>>> {
+        let op = Op("committing a group of writes", "");
+        let mut g = self.lock();
+        let Inner {
+            conn,
+            checkpoint_bytes,
+        } = &mut *g;
+        let mut tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| op.err(e))?;
+        let mut results = Vec::with_capacity(writes.len());
+        let mut bytes = 0;
+        for w in writes {
+            let mut sp = tx.savepoint().map_err(|e| op.err(e))?;
+            let mut written = 0;
+            let r = SqliteStore::write_run(&sp, w, &mut written);
+            match r {
+                Ok(()) => {
+                    sp.commit().map_err(|e| op.err(e))?;
+                    bytes += written;
+                }
+                Err(_) => sp.rollback().map_err(|e| op.err(e))?,
+            }
+            results.push(r);
+        }
+        tx.commit().map_err(|e| op.err(e))?;
+        *checkpoint_bytes += bytes;
+        Ok(results)
     }
 
-    fn end_turn(
-        &self,
-        run_id: &str,
-        turn: u32,
-        events: &[String],
-        state: Option<&RunState>,
-        end: TurnEnd<'_>,
-    ) -> Result<()> {
-        self.commit_with(run_id, turn, events, state, Some(end))
-    }
-
-    fn load_state(&self, run_id: &str) -> Result<Option<RunState>> {
+    fn load_checkpoint(&self, run_id: &str) -> Result<Checkpointer> {
         let op = Op("reading the checkpoint", run_id);
         let mut g = self.lock();
-        let Inner { conn, cache, .. } = &mut *g;
         // One read transaction: the snapshot and its deltas as of one moment.
-        let tx = conn.transaction().map_err(|e| op.err(e))?;
-        let full: Option<(i64, String)> = one(
+        let tx = g.conn.transaction().map_err(|e| op.err(e))?;
+        let what = |seq: i64| move || format!("reading checkpoint {seq} of run {run_id}");
+        let full: Option<(i64, SqlValue)> = one(
             &tx,
             op,
             "SELECT seq, body FROM checkpoints WHERE run_id = ?1 AND kind = 'full'
@@ -572,9 +551,9 @@ impl Store for SqliteStore {
         )?;
         let Some((seq, body)) = full else {
             SqliteStore::must_exist(&tx, run_id)?;
-            return Ok(None);
+            return Ok(Checkpointer::new());
         };
-        let deltas: Vec<(i64, String)> = all(
+        let deltas: Vec<(i64, SqlValue)> = all(
             &tx,
             op,
             "SELECT seq, body FROM checkpoints WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
@@ -582,32 +561,37 @@ impl Store for SqliteStore {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
         tx.commit().map_err(|e| op.err(e))?;
+        drop(g);
 
-        let what = |seq: i64| move || format!("reading checkpoint {seq} of run {run_id}");
-        let mut c = Cached::full(from_json(&body, what(seq))?, seq, body.len());
-        for (seq, body) in &deltas {
-            let d: Delta = from_json(body, what(*seq))?;
-            apply(&mut c.state, &d).map_err(|source| StoreError::Json {
-                context: what(*seq)(),
+        let body = body_text(body, what(seq))?;
+        let mut state: RunState = from_json(&body, what(seq))?;
+        let n = u32::try_from(deltas.len()).unwrap_or(u32::MAX);
+        let (mut last, mut delta_bytes) = (seq, 0);
+        for (seq, v) in deltas {
+            let text = body_text(v, what(seq))?;
+            let d: Delta = from_json(&text, what(seq))?;
+            apply(&mut state, &d).map_err(|source| StoreError::Json {
+                context: what(seq)(),
                 source,
             })?;
-            c.seq = *seq;
-            c.delta_bytes += body.len();
-            c.deltas += 1;
+            last = seq;
+            delta_bytes += text.len();
         }
-        let state = c.state.clone();
-        SqliteStore::remember(cache, run_id, c);
-        Ok(Some(state))
+        Ok(Checkpointer::loaded(
+            state,
+            last,
+            body.len(),
+            n,
+            delta_bytes,
+        ))
     }
 
     fn events(&self, run_id: &str) -> Result<Vec<String>> {
-        let q = "SELECT body FROM events WHERE run_id = ?1 ORDER BY seq";
-        self.event_bodies(run_id, q, [run_id])
+        self.event_lines(run_id, None)
     }
 
     fn events_of_turn(&self, run_id: &str, turn: u32) -> Result<Vec<String>> {
-        let q = "SELECT body FROM events WHERE run_id = ?1 AND turn = ?2 ORDER BY seq";
-        self.event_bodies(run_id, q, params![run_id, turn])
+        self.event_lines(run_id, Some(turn))
     }
 
     fn set_status(
@@ -755,16 +739,20 @@ impl Store for SqliteStore {
     }
 }
 
-/// Insert `rec` into `runs`.
+/// Insert `rec` into `runs`, and its canvas into `canvases` unless it is there.
 fn insert_run(tx: &Transaction<'_>, op: Op<'_>, rec: &RunRecord) -> Result<()> {
     let waiting = rec.waiting.as_ref().map(to_json).transpose()?;
-    let q = format!(
-        "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
-    );
+    exec(
+        tx,
+        op,
+        "INSERT OR IGNORE INTO canvases (hash, text) VALUES (?1, ?2)",
+        params![rec.canvas_hash, rec.canvas],
+    )?;
+    let q = "INSERT INTO runs (id, source, canvas_hash, status, parent, created_at, updated_at, \
+             turns, error, waiting) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
     let p = params![
         rec.id,
         rec.source,
-        rec.canvas,
         rec.canvas_hash,
         rec.status.as_str(),
         rec.parent,
@@ -774,7 +762,7 @@ fn insert_run(tx: &Transaction<'_>, op: Op<'_>, rec: &RunRecord) -> Result<()> {
         rec.error,
         waiting,
     ];
-    exec(tx, op, &q, p).map(drop)
+    exec(tx, op, q, p).map(drop)
 }
 
 /// A `runs` row before its text columns are checked.
@@ -793,7 +781,7 @@ struct RawRun {
 }
 
 impl RawRun {
-    /// Read the [`RUN_COLUMNS`] of a row.
+    /// Read the columns of [`RUN_SELECT`].
     fn read(r: &Row<'_>) -> rusqlite::Result<RawRun> {
         Ok(RawRun {
             id: r.get(0)?,
@@ -988,6 +976,43 @@ mod tests {
             .unwrap()
     }
 
+    /// What the CLI's reporter does: plan the checkpoint of `state` with `cp`, and
+    /// write it with events `message {"content": e}` for each `e`, in one write.
+    fn commit(
+        store: &SqliteStore,
+        cp: &mut Checkpointer,
+        run_id: &str,
+        turn: u32,
+        events: &[i64],
+        state: Option<&RunState>,
+    ) -> Result<()> {
+        let mut w = RunWrite::new(run_id, turn);
+        if !events.is_empty() {
+            let mut c = crate::EventChunk::new("m", 7);
+            for e in events {
+                c.push("message", &format!(r#"{{"content":{e}}}"#));
+            }
+            w.events.push(c);
+        }
+        w.checkpoint = state.map(|s| cp.plan(s)).transpose()?.flatten();
+        store.write_one(w)
+    }
+
+    /// The JSON line event `e` of run `run_id` (as [`commit`] writes it) reads back as.
+    fn line(run_id: &str, e: i64) -> String {
+        format!(
+            r#"{{"event":"message","data":{{"content":{e}}},"message_id":"m","created_at":7,"task_id":"{run_id}"}}"#
+        )
+    }
+
+    fn lines(run_id: &str, es: &[i64]) -> Vec<String> {
+        es.iter().map(|e| line(run_id, *e)).collect()
+    }
+
+    fn load(store: &SqliteStore, run_id: &str) -> Option<RunState> {
+        store.load_checkpoint(run_id).unwrap().state().cloned()
+    }
+
     #[test]
     fn create_and_find_by_id_prefix_and_latest() {
         let store = mem();
@@ -1072,12 +1097,12 @@ mod tests {
         {
             let store = SqliteStore::open(&path).unwrap();
             run(&store, "01R", 1.0);
-            store.commit("01R", 1, &["{\"e\":1}".into()], None).unwrap();
+            commit(&store, &mut Checkpointer::new(), "01R", 1, &[1], None).unwrap();
         }
         let before = std::fs::read(&path).unwrap();
         let ro = SqliteStore::open_read_only(&path).unwrap().unwrap();
         assert_eq!(ro.find_run("01R").unwrap().id, "01R");
-        assert_eq!(ro.events("01R").unwrap(), ["{\"e\":1}"]);
+        assert_eq!(ro.events("01R").unwrap(), lines("01R", &[1]));
         assert!(ro.request_cancel("01R").is_err(), "a write went through");
         drop(ro);
         assert_eq!(std::fs::read(&path).unwrap(), before);
@@ -1124,19 +1149,22 @@ mod tests {
             .begin_turn("01R", TurnKind::Start, "q", &json!({}))
             .unwrap();
         let form = json!({"inputs": {"name": {"type": "line"}}, "tips": ""});
-        let end = TurnEnd {
+        let s = big_state(2);
+        let mut w = RunWrite::new("01R", turn);
+        let mut c = crate::EventChunk::new("m", 7);
+        c.push("message", r#"{"content":1}"#);
+        w.events.push(c);
+        w.checkpoint = Checkpointer::new().plan(&s).unwrap();
+        w.end = Some(crate::TurnEnd {
             status: RunStatus::Waiting,
             error: None,
-            waiting: Some(&form),
-        };
-        let s = big_state(2);
-        store
-            .end_turn("01R", turn, &["{\"e\":1}".into()], Some(&s), end)
-            .unwrap();
+            waiting: Some(form.clone()),
+        });
+        store.write_one(w).unwrap();
         let got = store.find_run("01R").unwrap();
         assert_eq!((got.status, got.waiting), (RunStatus::Waiting, Some(form)));
-        assert_eq!(store.load_state("01R").unwrap(), Some(s));
-        assert_eq!(store.events("01R").unwrap(), ["{\"e\":1}"]);
+        assert_eq!(load(&store, "01R"), Some(s));
+        assert_eq!(store.events("01R").unwrap(), lines("01R", &[1]));
         let last = store.last_turn("01R").unwrap().unwrap();
         assert_eq!(last.status, Some(RunStatus::Waiting));
         assert!(last.ended_at.is_some());
@@ -1222,40 +1250,55 @@ mod tests {
     fn commit_stores_events_in_order_and_the_state() {
         let store = mem();
         run(&store, "01R", 1.0);
-        assert_eq!(store.load_state("01R").unwrap(), None);
+        assert_eq!(load(&store, "01R"), None);
         assert!(store.events("01R").unwrap().is_empty());
+        let mut cp = Checkpointer::new();
         let mut s = big_state(3);
-        store
-            .commit(
-                "01R",
-                1,
-                &["{\"e\":1}".into(), "{\"e\":2}".into()],
-                Some(&s),
-            )
-            .unwrap();
-        store.commit("01R", 1, &["{\"e\":3}".into()], None).unwrap();
+        commit(&store, &mut cp, "01R", 1, &[1, 2], Some(&s)).unwrap();
+        commit(&store, &mut cp, "01R", 1, &[3], None).unwrap();
         step(&mut s, 1);
-        store
-            .commit("01R", 2, &["{\"e\":4}".into()], Some(&s))
-            .unwrap();
-        assert_eq!(
-            store.events("01R").unwrap(),
-            ["{\"e\":1}", "{\"e\":2}", "{\"e\":3}", "{\"e\":4}"]
-        );
+        commit(&store, &mut cp, "01R", 2, &[4], Some(&s)).unwrap();
+        assert_eq!(store.events("01R").unwrap(), lines("01R", &[1, 2, 3, 4]));
         assert_eq!(store.events_of_turn("01R", 1).unwrap().len(), 3);
-        assert_eq!(store.events_of_turn("01R", 2).unwrap(), ["{\"e\":4}"]);
+        assert_eq!(store.events_of_turn("01R", 2).unwrap(), lines("01R", &[4]));
         assert!(store.events_of_turn("01R", 3).unwrap().is_empty());
-        assert_eq!(store.load_state("01R").unwrap(), Some(s));
+        assert_eq!(load(&store, "01R"), Some(s));
         assert_eq!(checkpoint_kinds(&store, "01R"), ["full", "delta"]);
         assert!(matches!(
-            store.commit("nope", 1, &["{}".into()], None),
+            commit(&store, &mut Checkpointer::new(), "nope", 1, &[1], None),
             Err(StoreError::NotFound(_))
         ));
         assert!(matches!(store.events("nope"), Err(StoreError::NotFound(_))));
         assert!(matches!(
-            store.load_state("nope"),
+            store.load_checkpoint("nope"),
             Err(StoreError::NotFound(_))
         ));
+    }
+
+    #[test]
+    fn events_stored_by_an_older_version_come_first() {
+        let store = mem();
+        run(&store, "01R", 1.0);
+        let old = r#"{"event":"message","data":{"content":0},"message_id":"old","created_at":1,"task_id":"01R"}"#;
+        store
+            .lock()
+            .conn
+            .execute(
+                "INSERT INTO events (run_id, seq, turn, body) VALUES ('01R', 1, 1, ?1)",
+                [old],
+            )
+            .unwrap();
+        commit(&store, &mut Checkpointer::new(), "01R", 2, &[1], None).unwrap();
+        let mut want = vec![old.to_string()];
+        want.extend(lines("01R", &[1]));
+        assert_eq!(store.events("01R").unwrap(), want);
+        assert_eq!(store.events_of_turn("01R", 2).unwrap(), lines("01R", &[1]));
+        let g = store.lock();
+        let first: i64 = g
+            .conn
+            .query_row("SELECT seq FROM event_chunks", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(first, 2, "numbering goes on after the older rows");
     }
 
     #[test]
@@ -1270,9 +1313,15 @@ mod tests {
                  BEGIN SELECT RAISE(ABORT, 'disk full'); END;",
             )
             .unwrap();
-        let e = store
-            .commit("01R", 1, &["{\"e\":1}".into()], Some(&big_state(1)))
-            .unwrap_err();
+        let e = commit(
+            &store,
+            &mut Checkpointer::new(),
+            "01R",
+            1,
+            &[1],
+            Some(&big_state(1)),
+        )
+        .unwrap_err();
         assert!(matches!(e, StoreError::Sqlite { .. }), "{e:?}");
         assert!(
             store.events("01R").unwrap().is_empty(),
@@ -1283,13 +1332,10 @@ mod tests {
             .conn
             .execute_batch("DROP TRIGGER no_checkpoints")
             .unwrap();
-        // The failed commit left no trace in the delta bookkeeping either.
         let s = big_state(2);
-        store
-            .commit("01R", 1, &["{\"e\":1}".into()], Some(&s))
-            .unwrap();
-        assert_eq!(store.events("01R").unwrap(), ["{\"e\":1}"]);
-        assert_eq!(store.load_state("01R").unwrap(), Some(s));
+        commit(&store, &mut Checkpointer::new(), "01R", 1, &[1], Some(&s)).unwrap();
+        assert_eq!(store.events("01R").unwrap(), lines("01R", &[1]));
+        assert_eq!(load(&store, "01R"), Some(s));
     }
 
     #[test]
@@ -1300,13 +1346,14 @@ mod tests {
         {
             let store = SqliteStore::open(&path).unwrap();
             run(&store, "01R", 1.0);
-            store.commit("01R", 1, &[], Some(&s)).unwrap();
+            let mut cp = Checkpointer::new();
+            commit(&store, &mut cp, "01R", 1, &[], Some(&s)).unwrap();
             for i in 1..=10 {
                 step(&mut s, i);
-                store.commit("01R", 1, &[], Some(&s)).unwrap();
+                commit(&store, &mut cp, "01R", 1, &[], Some(&s)).unwrap();
             }
             let before = store.checkpoint_bytes_written();
-            store.commit("01R", 1, &["{}".into()], Some(&s)).unwrap();
+            commit(&store, &mut cp, "01R", 1, &[1], Some(&s)).unwrap();
             assert_eq!(
                 store.checkpoint_bytes_written(),
                 before,
@@ -1315,18 +1362,43 @@ mod tests {
             assert_eq!(checkpoint_kinds(&store, "01R").len(), 11);
         }
         let store = SqliteStore::open(&path).unwrap();
-        assert_eq!(store.load_state("01R").unwrap().as_ref(), Some(&s));
+        let mut cp = store.load_checkpoint("01R").unwrap();
+        assert_eq!(cp.state(), Some(&s));
+        assert_eq!(cp.seq(), 11);
         // After a load the next checkpoint continues with deltas.
         step(&mut s, 11);
-        store.commit("01R", 2, &[], Some(&s)).unwrap();
+        commit(&store, &mut cp, "01R", 2, &[], Some(&s)).unwrap();
         assert_eq!(
             checkpoint_kinds(&store, "01R").last().map(String::as_str),
             Some("delta")
         );
-        assert_eq!(
-            SqliteStore::open(&path).unwrap().load_state("01R").unwrap(),
-            Some(s)
-        );
+        assert_eq!(load(&SqliteStore::open(&path).unwrap(), "01R"), Some(s));
+    }
+
+    #[test]
+    fn checkpoints_stored_as_text_by_an_older_version_load() {
+        let store = mem();
+        run(&store, "01R", 1.0);
+        let mut s = big_state(2);
+        let full = serde_json::to_string(&s).unwrap();
+        let mut next = s.clone();
+        step(&mut next, 1);
+        let delta = serde_json::to_string(&crate::diff(&s, &next)).unwrap();
+        store
+            .lock()
+            .conn
+            .execute(
+                "INSERT INTO checkpoints (run_id, seq, turn, kind, body)
+                 VALUES ('01R', 1, 1, 'full', ?1), ('01R', 2, 1, 'delta', ?2)",
+                [full, delta],
+            )
+            .unwrap();
+        let mut cp = store.load_checkpoint("01R").unwrap();
+        assert_eq!(cp.state(), Some(&next));
+        step(&mut s, 1);
+        step(&mut s, 2);
+        commit(&store, &mut cp, "01R", 1, &[], Some(&s)).unwrap();
+        assert_eq!(load(&store, "01R"), Some(s));
     }
 
     #[test]
@@ -1335,28 +1407,23 @@ mod tests {
         run(&store, "01R", 1.0);
         let mut s = big_state(40);
         let full = serde_json::to_string(&s).unwrap().len() as u64;
-        store.commit("01R", 1, &[], Some(&s)).unwrap();
+        let mut cp = Checkpointer::new();
+        commit(&store, &mut cp, "01R", 1, &[], Some(&s)).unwrap();
         for i in 1..=2000 {
             step(&mut s, i);
-            store
-                .commit(
-                    "01R",
-                    1,
-                    &["{\"event\":\"node_finished\"}".into()],
-                    Some(&s),
-                )
-                .unwrap();
+            commit(&store, &mut cp, "01R", 1, &[i], Some(&s)).unwrap();
         }
         let written = store.checkpoint_bytes_written();
         assert!(
             written < 2000 * full / 10,
             "wrote {written} bytes; one full state is {full}"
         );
-        assert_eq!(store.load_state("01R").unwrap(), Some(s));
+        assert_eq!(load(&store, "01R"), Some(s));
         // Snapshots replace what came before them: the table stays small too.
         let rows = checkpoint_kinds(&store, "01R");
         assert_eq!(rows[0], "full");
         assert!(rows.len() < 200, "{} rows", rows.len());
+        assert_eq!(store.events("01R").unwrap().len(), 2000);
     }
 
     #[test]
@@ -1364,10 +1431,11 @@ mod tests {
         let store = mem();
         run(&store, "01R", 1.0);
         let mut s = big_state(400);
-        store.commit("01R", 1, &[], Some(&s)).unwrap();
+        let mut cp = Checkpointer::new();
+        commit(&store, &mut cp, "01R", 1, &[], Some(&s)).unwrap();
         for i in 1..=i64::from(MAX_DELTAS) {
             step(&mut s, i);
-            store.commit("01R", 1, &[], Some(&s)).unwrap();
+            commit(&store, &mut cp, "01R", 1, &[], Some(&s)).unwrap();
         }
         assert_eq!(
             checkpoint_kinds(&store, "01R").len(),
@@ -1375,13 +1443,13 @@ mod tests {
         );
         // The next one is a snapshot, which replaces the rows before it.
         step(&mut s, 0);
-        store.commit("01R", 1, &[], Some(&s)).unwrap();
+        commit(&store, &mut cp, "01R", 1, &[], Some(&s)).unwrap();
         assert_eq!(checkpoint_kinds(&store, "01R"), ["full"]);
-        assert_eq!(store.load_state("01R").unwrap(), Some(s));
+        assert_eq!(load(&store, "01R"), Some(s));
     }
 
     #[test]
-    fn a_checkpoint_by_another_writer_is_not_used_as_a_delta_base() {
+    fn a_checkpoint_by_another_writer_stops_this_one() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.db");
         let (a, b) = (
@@ -1390,15 +1458,31 @@ mod tests {
         );
         run(&a, "01R", 1.0);
         let mut s = big_state(3);
-        a.commit("01R", 1, &[], Some(&s)).unwrap();
+        let mut cp_a = Checkpointer::new();
+        commit(&a, &mut cp_a, "01R", 1, &[], Some(&s)).unwrap();
+        // Another process took the run over from that checkpoint.
+        let mut cp_b = b.load_checkpoint("01R").unwrap();
         step(&mut s, 1);
-        b.commit("01R", 1, &[], Some(&s)).unwrap();
-        step(&mut s, 2);
-        a.commit("01R", 1, &[], Some(&s)).unwrap();
-        assert_eq!(checkpoint_kinds(&a, "01R"), ["full"]);
+        commit(&b, &mut cp_b, "01R", 1, &[1], Some(&s)).unwrap();
+        let mut mine = s.clone();
+        step(&mut mine, 2);
+        let e = commit(&a, &mut cp_a, "01R", 1, &[2], Some(&mine)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                StoreError::Conflict {
+                    found: 2,
+                    expected: 1,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(load(&SqliteStore::open(&path).unwrap(), "01R"), Some(s));
         assert_eq!(
-            SqliteStore::open(&path).unwrap().load_state("01R").unwrap(),
-            Some(s)
+            a.events("01R").unwrap(),
+            lines("01R", &[1]),
+            "nothing of a's write"
         );
     }
 
@@ -1472,9 +1556,15 @@ mod tests {
         let path = dir.path().join("a/b/canvas.db");
         let store = SqliteStore::open(&path).unwrap();
         run(&store, "01R", 1.0);
-        store
-            .commit("01R", 1, &["{}".into()], Some(&big_state(1)))
-            .unwrap();
+        commit(
+            &store,
+            &mut Checkpointer::new(),
+            "01R",
+            1,
+            &[1],
+            Some(&big_state(1)),
+        )
+        .unwrap();
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&path), 0o600);
         assert_eq!(mode(&dir.path().join("a/b")), 0o700);
@@ -1483,6 +1573,66 @@ mod tests {
             assert!(p.exists(), "{side} exists in WAL mode");
             assert_eq!(mode(&p), 0o600, "{side}");
         }
+    }
+
+    #[test]
+    fn a_canvas_is_kept_once_and_forgotten_with_its_last_run() {
+        let store = mem();
+        let a = run(&store, "01A", 1.0);
+        let b = run(&store, "01B", 2.0);
+        assert_eq!(a.canvas_hash, b.canvas_hash);
+        let count = |q: &str| -> i64 { store.lock().conn.query_row(q, [], |r| r.get(0)).unwrap() };
+        assert_eq!(count("SELECT COUNT(*) FROM canvases"), 1);
+        assert_eq!(store.find_run("01B").unwrap().canvas, a.canvas);
+        store
+            .lock()
+            .conn
+            .execute("DELETE FROM runs WHERE id = '01A'", [])
+            .unwrap();
+        assert_eq!(
+            count("SELECT COUNT(*) FROM canvases"),
+            1,
+            "01B still uses it"
+        );
+        store
+            .lock()
+            .conn
+            .execute("DELETE FROM runs WHERE id = '01B'", [])
+            .unwrap();
+        assert_eq!(count("SELECT COUNT(*) FROM canvases"), 0);
+    }
+
+    #[test]
+    fn a_store_of_schema_version_2_is_migrated_with_its_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            let tx = conn.transaction().unwrap();
+            for m in &schema::MIGRATIONS[..2] {
+                tx.execute_batch(m).unwrap();
+            }
+            tx.pragma_update(None, "user_version", 2).unwrap();
+            tx.execute(
+                "INSERT INTO runs (id, source, canvas, canvas_hash, status, created_at, updated_at)
+                 VALUES ('01OLD', 'f.json', '{\"components\": {}}', 'h1', 'succeeded', 1, 1)",
+                [],
+            )
+            .unwrap();
+            tx.commit().unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        let rec = store.find_run("01OLD").unwrap();
+        assert_eq!(
+            (rec.canvas.as_str(), rec.status),
+            ("{\"components\": {}}", RunStatus::Succeeded)
+        );
+        let v: i64 = store
+            .lock()
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
     }
 
     #[test]
@@ -1526,22 +1676,14 @@ mod tests {
                             Duration::from_secs(30)
                         )?);
                         let mut s = big_state(5);
-                        store.commit(
-                            &rec.id,
-                            turn,
-                            &["{\"event\":\"workflow_started\"}".into()],
-                            Some(&s),
-                        )?;
+                        let mut cp = Checkpointer::new();
+                        commit(&store, &mut cp, &rec.id, turn, &[1], Some(&s))?;
                         step(&mut s, i);
-                        store.commit(
-                            &rec.id,
-                            turn,
-                            &["{\"event\":\"node_finished\"}".into()],
-                            Some(&s),
-                        )?;
+                        commit(&store, &mut cp, &rec.id, turn, &[2], Some(&s))?;
                         store.set_status(&rec.id, RunStatus::Succeeded, None, None)?;
                         store.release_lease(&rec.id, &format!("w{w}"))?;
-                        assert_eq!(store.load_state(&rec.id)?, Some(s));
+                        assert_eq!(store.load_checkpoint(&rec.id)?.state(), Some(&s));
+                        assert_eq!(store.events(&rec.id)?, lines(&rec.id, &[1, 2]));
                     }
                     Ok(())
                 })

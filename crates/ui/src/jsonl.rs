@@ -25,6 +25,12 @@ impl<W: Write + Send> Renderer for JsonlRenderer<W> {
         self.out.flush()
     }
 
+    fn event_line(&mut self, _ev: &Event, line: &[u8]) -> io::Result<()> {
+        self.out.write_all(line)?;
+        self.out.write_all(b"\n")?;
+        self.out.flush()
+    }
+
     fn finish(&mut self, _end: &RunEnd) -> io::Result<()> {
         self.out.flush()
     }

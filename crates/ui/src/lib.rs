@@ -2,6 +2,7 @@
 //! `io::Write`, so tests render into a buffer. They never decide control flow.
 
 mod jsonl;
+pub mod output;
 pub mod prompt;
 mod sse;
 mod text;
@@ -11,6 +12,7 @@ use std::io;
 use canvas_engine::Event;
 
 pub use jsonl::JsonlRenderer;
+pub use output::{Gates, Output, OutputWriter};
 pub use sse::SseRenderer;
 pub use text::{TextOptions, TextRenderer};
 
@@ -43,6 +45,12 @@ pub enum RunEnd {
 pub trait Renderer: Send {
     /// Render one event.
     fn event(&mut self, ev: &Event) -> io::Result<()>;
+    /// Render one event already serialised to its JSON `line` (no newline): renderers
+    /// of JSON use the bytes as they are rather than serialise the event again.
+    fn event_line(&mut self, ev: &Event, line: &[u8]) -> io::Result<()> {
+        let _ = line;
+        self.event(ev)
+    }
     /// Write whatever closes the stream.
     fn finish(&mut self, end: &RunEnd) -> io::Result<()>;
 }

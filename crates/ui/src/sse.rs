@@ -26,6 +26,13 @@ impl<W: Write + Send> Renderer for SseRenderer<W> {
         self.out.flush()
     }
 
+    fn event_line(&mut self, _ev: &Event, line: &[u8]) -> io::Result<()> {
+        self.out.write_all(b"data:")?;
+        self.out.write_all(line)?;
+        self.out.write_all(b"\n\n")?;
+        self.out.flush()
+    }
+
     fn finish(&mut self, _end: &RunEnd) -> io::Result<()> {
         self.out.write_all(b"data:[DONE]\n\n")?;
         self.out.flush()

@@ -1,0 +1,170 @@
+//! The store's writer: one thread that takes runs' writes ([`RunWrite`]) off their hot
+//! path and group-commits them. Whatever queued while one transaction was committing
+//! goes into the next, so many runs (or one run emitting fast) pay one commit per group
+//! rather than one per write. Each write says when it is durable (or failed) through
+//! its own callback, in submission order.
+
+use std::sync::mpsc;
+use std::thread;
+
+use super::{Result, RunWrite, Store, StoreError};
+
+/// Most writes committed in one transaction.
+const MAX_GROUP: usize = 256;
+
+/// Called once a write is durable, or with why it failed.
+pub type Done = Box<dyn FnOnce(Result<()>) + Send>;
+
+/// A write and its callback.
+struct Job {
+    write: RunWrite,
+    done: Done,
+}
+
+/// Hands writes to a writer thread. Cloneable; the thread ends when every handle is
+/// dropped (after committing what was queued).
+#[derive(Clone)]
+pub struct WriterHandle {
+    tx: mpsc::Sender<Job>,
+}
+
+impl WriterHandle {
+    /// Queue `write`; `done` is called when it is durable or failed (at once, with
+    /// [`StoreError::WriterGone`], when the writer thread has stopped).
+    pub fn submit(&self, write: RunWrite, done: Done) {
+        if let Err(mpsc::SendError(job)) = self.tx.send(Job { write, done }) {
+            (job.done)(Err(StoreError::WriterGone));
+        }
+    }
+
+    /// Queue `write` and wait until it is durable.
+    pub fn submit_and_wait(&self, write: RunWrite) -> Result<()> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.submit(
+            write,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        );
+        rx.recv().unwrap_or(Err(StoreError::WriterGone))
+    }
+}
+
+/// Start a writer on `store` inside `scope` (it is joined when the scope ends).
+pub fn spawn_scoped<'scope, 'env>(
+    scope: &'scope thread::Scope<'scope, 'env>,
+    store: &'env dyn Store,
+) -> WriterHandle {
+    let (tx, rx) = mpsc::channel();
+    scope.spawn(move || run(store, &rx));
+    WriterHandle { tx }
+}
+
+/// The writer's loop: commit what is queued, in groups, until every handle is gone.
+fn run(store: &dyn Store, rx: &mpsc::Receiver<Job>) {
+    while let Ok(first) = rx.recv() {
+        let mut jobs = vec![first];
+        while jobs.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(j) => jobs.push(j),
+                Err(_) => break,
+            }
+        }
+        let (writes, dones): (Vec<RunWrite>, Vec<Done>) =
+            jobs.into_iter().map(|j| (j.write, j.done)).unzip();
+        match store.write(&writes) {
+            Ok(results) => {
+                let mut results = results.into_iter();
+                for done in dones {
+                    done(results.next().unwrap_or(Ok(())));
+                }
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                for done in dones {
+                    done(Err(StoreError::Group(msg.clone())));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EventChunk, RunRecord, SqliteStore, TurnKind};
+    use serde_json::json;
+    use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn writes_of_many_runs_are_committed_in_order_and_acknowledged() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let ids: Vec<String> = (0..4)
+            .map(|_| {
+                let rec = RunRecord::new("f", "{}");
+                store
+                    .create_run_with_turn(&rec, TurnKind::Start, "", &json!({}))
+                    .unwrap();
+                rec.id
+            })
+            .collect();
+        let acked = Arc::new(Mutex::new(Vec::new()));
+        thread::scope(|s| {
+            let w = spawn_scoped(s, &store);
+            for i in 0..50 {
+                for id in &ids {
+                    let mut c = EventChunk::new("m", 1);
+                    c.push("message", &format!(r#"{{"content":"{i}"}}"#));
+                    let mut write = RunWrite::new(id.clone(), 1);
+                    write.events.push(c);
+                    let acked = Arc::clone(&acked);
+                    let key = (id.clone(), i);
+                    w.submit(
+                        write,
+                        Box::new(move |r| {
+                            r.unwrap();
+                            acked.lock().unwrap().push(key);
+                        }),
+                    );
+                }
+            }
+        });
+        let acked = acked.lock().unwrap();
+        assert_eq!(acked.len(), 200);
+        for id in &ids {
+            let order: Vec<i32> = acked.iter().filter(|(r, _)| r == id).map(|p| p.1).collect();
+            assert_eq!(order, (0..50).collect::<Vec<_>>(), "acknowledged in order");
+            let evs = store.events(id).unwrap();
+            assert_eq!(evs.len(), 50);
+            assert!(evs[49].contains(r#""content":"49""#), "{}", evs[49]);
+        }
+    }
+
+    #[test]
+    fn one_failing_write_leaves_the_others_of_its_group_in() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let rec = RunRecord::new("f", "{}");
+        store
+            .create_run_with_turn(&rec, TurnKind::Start, "", &json!({}))
+            .unwrap();
+        let mut good = RunWrite::new(rec.id.clone(), 1);
+        let mut c = EventChunk::new("m", 1);
+        c.push("message", "{}");
+        good.events.push(c.clone());
+        let mut bad = RunWrite::new("NO-SUCH-RUN", 1);
+        bad.events.push(c);
+        let res = store.write(&[bad, good]).unwrap();
+        assert!(matches!(res[0], Err(StoreError::NotFound(_))), "{res:?}");
+        assert!(res[1].is_ok());
+        assert_eq!(store.events(&rec.id).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_write_after_the_writer_stopped_fails_at_once() {
+        let (tx, rx) = mpsc::channel();
+        drop(rx);
+        let w = WriterHandle { tx };
+        let e = w.submit_and_wait(RunWrite::new("x", 1)).unwrap_err();
+        assert!(matches!(e, StoreError::WriterGone), "{e}");
+    }
+}

@@ -1,0 +1,390 @@
+//! Buffered output for a running turn. Renderers write through an [`OutputWriter`];
+//! the bytes reach the sink (stdout) in batches: a flusher thread writes what is ready
+//! a few milliseconds after it became ready (at once in eager mode, for a terminal),
+//! and [`Output::drain`] writes everything when a reader needs it (before a prompt, at
+//! the end of a turn). A write path of one `write` per batch instead of one per event.
+//!
+//! Bytes may be held behind a *gate* (a number): they stay back, with everything
+//! written after them, until [`Output::open`] opens that gate. A durable sink uses it
+//! so a `node_finished` is never shown before the store has it.
+
+use std::collections::VecDeque;
+use std::io::{self, Write};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::Duration;
+
+/// How long ready bytes may wait for more before they are written (not in eager mode).
+pub const FLUSH_EVERY: Duration = Duration::from_millis(4);
+
+/// Buffered, gated output (see the module docs). Dropping it writes what is ready and
+/// stops the flusher; held bytes whose gate never opened are dropped.
+pub struct Output {
+    shared: Arc<Shared>,
+    flusher: Option<thread::JoinHandle<()>>,
+}
+
+/// Where renderers write: into the [`Output`], behind the current gate.
+#[derive(Clone)]
+pub struct OutputWriter {
+    shared: Arc<Shared>,
+}
+
+/// Opens or fails gates from another thread (the store's writer).
+#[derive(Clone)]
+pub struct Gates {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Signals new ready bytes, opened gates and closing.
+    changed: Condvar,
+    /// The sink; held while writing so batches reach it in order.
+    sink: Mutex<Box<dyn Write + Send>>,
+    eager: bool,
+}
+
+#[derive(Default)]
+struct State {
+    /// Bytes that may be written now.
+    ready: Vec<u8>,
+    /// Held bytes, each behind its gate, in order.
+    held: VecDeque<(u64, Vec<u8>)>,
+    /// The gate for bytes written from now on (`None`: not held).
+    gate: Option<u64>,
+    /// Gates up to this one are open.
+    opened: u64,
+    /// Gates from this one on failed: their bytes are never shown.
+    failed: Option<u64>,
+    /// Why the sink refused a write; every later write fails with it.
+    broken: Option<(io::ErrorKind, String)>,
+    closing: bool,
+}
+
+fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl State {
+    /// Move held bytes whose gate is open to `ready`; true when some moved.
+    fn release(&mut self) -> bool {
+        let mut moved = false;
+        while let Some((g, _)) = self.held.front() {
+            if *g > self.opened {
+                break;
+            }
+            if let Some((_, bytes)) = self.held.pop_front() {
+                self.ready.extend_from_slice(&bytes);
+                moved = true;
+            }
+        }
+        moved
+    }
+
+    fn error(&self) -> Option<io::Error> {
+        self.broken
+            .as_ref()
+            .map(|(kind, msg)| io::Error::new(*kind, msg.clone()))
+    }
+}
+
+impl Output {
+    /// Output to `sink`. `eager`: write as soon as bytes are ready (a terminal, where
+    /// a person reads along); otherwise batch over [`FLUSH_EVERY`].
+    pub fn new(sink: Box<dyn Write + Send>, eager: bool) -> Output {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+            sink: Mutex::new(sink),
+            eager,
+        });
+        let flusher = {
+            let shared = Arc::clone(&shared);
+            thread::Builder::new()
+                .name("canvas-output".into())
+                .spawn(move || shared.flush_loop())
+                .ok()
+        };
+        Output { shared, flusher }
+    }
+
+    /// True when bytes are written as soon as they are ready.
+    pub fn is_eager(&self) -> bool {
+        self.shared.eager
+    }
+
+    /// A writer for renderers.
+    pub fn writer(&self) -> OutputWriter {
+        OutputWriter {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// A handle that opens and fails gates.
+    pub fn gates(&self) -> Gates {
+        Gates {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Hold what is written from now on behind `gate` (`None`: show it as soon as
+    /// nothing before it is held).
+    pub fn set_gate(&self, gate: Option<u64>) {
+        lock(&self.shared.state).gate = gate;
+    }
+
+    /// Gates up to `gate` are open (see [`Gates::open`]).
+    pub fn open(&self, gate: u64) {
+        self.gates().open(gate);
+    }
+
+    /// Gate `gate` will never open (see [`Gates::fail`]).
+    pub fn fail(&self, gate: u64) {
+        self.gates().fail(gate);
+    }
+
+    /// Write what is ready now (held bytes stay held).
+    pub fn flush(&self) -> io::Result<()> {
+        self.shared.write_ready()
+    }
+
+    /// Wait until nothing is held (every gate opened or failed), then write it all.
+    pub fn drain(&self) -> io::Result<()> {
+        {
+            let mut st = lock(&self.shared.state);
+            while !st.held.is_empty() {
+                st = self
+                    .shared
+                    .changed
+                    .wait(st)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+        self.shared.write_ready()
+    }
+
+    /// Why the sink failed, if it did (a closed pipe, a full disk).
+    pub fn error(&self) -> Option<io::Error> {
+        lock(&self.shared.state).error()
+    }
+}
+
+impl Gates {
+    /// Gates up to `gate` are open: their bytes may be shown.
+    pub fn open(&self, gate: u64) {
+        let mut st = lock(&self.shared.state);
+        st.opened = st.opened.max(gate);
+        if st.release() {
+            self.shared.changed.notify_all();
+        }
+    }
+
+    /// Gate `gate` will never open: its bytes, and all held after them, are dropped.
+    pub fn fail(&self, gate: u64) {
+        let mut st = lock(&self.shared.state);
+        st.failed = Some(st.failed.map_or(gate, |f| f.min(gate)));
+        st.held.retain(|(g, _)| *g < gate);
+        self.shared.changed.notify_all();
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        lock(&self.shared.state).closing = true;
+        self.shared.changed.notify_all();
+        if let Some(f) = self.flusher.take() {
+            let _ = f.join();
+        }
+        let _ = self.shared.write_ready();
+    }
+}
+
+impl Shared {
+    /// Write the ready bytes to the sink, in order with any other batch.
+    fn write_ready(&self) -> io::Result<()> {
+        let mut sink = self.sink.lock().unwrap_or_else(PoisonError::into_inner);
+        let bytes = {
+            let mut st = lock(&self.state);
+            if let Some(e) = st.error() {
+                return Err(e);
+            }
+            std::mem::take(&mut st.ready)
+        };
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let res = sink.write_all(&bytes).and_then(|()| sink.flush());
+        if let Err(e) = &res {
+            lock(&self.state).broken = Some((e.kind(), e.to_string()));
+        }
+        res
+    }
+
+    /// The flusher thread: wait for ready bytes, let more gather, write them.
+    fn flush_loop(&self) {
+        loop {
+            {
+                let mut st = lock(&self.state);
+                while st.ready.is_empty() && !st.closing {
+                    st = self
+                        .changed
+                        .wait(st)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+                if st.closing {
+                    return;
+                }
+            }
+            if !self.eager {
+                thread::sleep(FLUSH_EVERY);
+            }
+            if self.write_ready().is_err() {
+                // Writers see the error; nothing more can be shown.
+                return;
+            }
+        }
+    }
+}
+
+impl Write for OutputWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut st = lock(&self.shared.state);
+        if let Some(e) = st.error() {
+            return Err(e);
+        }
+        // Held: behind the current gate, or behind bytes held before (order is kept).
+        let gate = match st.gate {
+            Some(g) if g > st.opened => Some(g),
+            _ => st.held.back().map(|(g, _)| *g),
+        };
+        match gate {
+            Some(g) if st.failed.is_some_and(|f| g >= f) => {}
+            Some(g) => match st.held.back_mut() {
+                Some((last, bytes)) if *last >= g => bytes.extend_from_slice(buf),
+                _ => st.held.push_back((g, buf.to_vec())),
+            },
+            None => {
+                let was_empty = st.ready.is_empty();
+                st.ready.extend_from_slice(buf);
+                if was_empty {
+                    self.shared.changed.notify_all();
+                }
+            }
+        }
+        Ok(buf.len())
+    }
+
+    /// Renderers flush after each event. In eager mode the ready bytes are written now
+    /// (a terminal renderer draws spinners between its lines, so they must not lag);
+    /// otherwise the [`Output`] decides when bytes go out.
+    fn flush(&mut self) -> io::Result<()> {
+        if self.shared.eager {
+            return self.shared.write_ready();
+        }
+        match lock(&self.shared.state).error() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink tests can read while the output writes to it.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Shared {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    #[test]
+    fn held_bytes_and_what_follows_wait_for_their_gate() {
+        let sink = Shared::default();
+        let out = Output::new(Box::new(sink.clone()), false);
+        let mut w = out.writer();
+        w.write_all(b"a ").unwrap();
+        out.set_gate(Some(1));
+        w.write_all(b"b ").unwrap();
+        out.set_gate(None);
+        w.write_all(b"c ").unwrap();
+        out.flush().unwrap();
+        assert_eq!(sink.text(), "a ", "b is held, and c behind it");
+        out.open(1);
+        out.flush().unwrap();
+        assert_eq!(sink.text(), "a b c ");
+        w.write_all(b"d").unwrap();
+        out.drain().unwrap();
+        assert_eq!(sink.text(), "a b c d");
+    }
+
+    #[test]
+    fn the_flusher_writes_ready_bytes_without_being_asked() {
+        let sink = Shared::default();
+        let out = Output::new(Box::new(sink.clone()), false);
+        out.writer().write_all(b"x").unwrap();
+        for _ in 0..500 {
+            if sink.text() == "x" {
+                return;
+            }
+            thread::sleep(Duration::from_millis(2));
+        }
+        panic!("never written: {:?}", sink.text());
+    }
+
+    #[test]
+    fn a_failed_gate_drops_its_bytes_and_drain_does_not_wait_for_it() {
+        let sink = Shared::default();
+        let out = Output::new(Box::new(sink.clone()), true);
+        let mut w = out.writer();
+        out.set_gate(Some(1));
+        w.write_all(b"kept ").unwrap();
+        out.set_gate(Some(2));
+        w.write_all(b"lost").unwrap();
+        out.open(1);
+        out.fail(2);
+        out.drain().unwrap();
+        drop(out);
+        assert_eq!(sink.text(), "kept ");
+    }
+
+    #[test]
+    fn a_broken_sink_fails_later_writes() {
+        struct Closed;
+        impl Write for Closed {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::Error::new(io::ErrorKind::BrokenPipe, "closed"))
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let out = Output::new(Box::new(Closed), true);
+        let mut w = out.writer();
+        w.write_all(b"x").unwrap();
+        assert_eq!(out.drain().unwrap_err().kind(), io::ErrorKind::BrokenPipe);
+        assert_eq!(
+            w.write_all(b"y").unwrap_err().kind(),
+            io::ErrorKind::BrokenPipe
+        );
+        assert_eq!(
+            out.error().map(|e| e.kind()),
+            Some(io::ErrorKind::BrokenPipe)
+        );
+    }
+}

@@ -1,0 +1,211 @@
+//! The reporter of a running turn: each event is serialised once, and the same bytes go
+//! to the renderer (through the buffered [`Output`]) and, in compact form, to the
+//! store's writer with the checkpoint they belong to. A `node_finished`, and what
+//! follows it, is held in the output until the write that carries it is durable.
+//!
+//! On a terminal the renderer draws spinners beside the text, so held events are not
+//! rendered ahead as bytes: they are kept, and rendered once their write is durable
+//! (the reporter waits for it there: a person reads along, nothing is gained by
+//! running ahead).
+
+use std::io;
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
+
+use canvas_engine::events::wire::{self, Envelope};
+use canvas_engine::{Event, EventKind, EventSink, RunState};
+use canvas_store::writer::WriterHandle;
+use canvas_store::{Checkpointer, EventChunk, RunWrite, TurnEnd};
+use canvas_ui::{Output, Renderer, RunEnd};
+
+/// Commits events with checkpoints through the writer, and renders them.
+pub(super) struct Reporter<'a> {
+    run_id: String,
+    turn: u32,
+    renderer: Box<dyn Renderer>,
+    output: &'a Output,
+    writer: &'a WriterHandle,
+    checkpoints: &'a mut Checkpointer,
+    /// Events since the last write.
+    chunks: Vec<EventChunk>,
+    /// A `node_finished` is among them: what is shown from it on waits for their write.
+    holding: bool,
+    /// The gate the output was last told (`None`: not held).
+    gate: Option<u64>,
+    /// Writes handed to the writer so far; a write's number is its output gate.
+    submitted: u64,
+    /// The first write the store refused.
+    failed: Arc<Mutex<Option<String>>>,
+    /// Scratch buffers for one event's `data` and line.
+    data: Vec<u8>,
+    line: Vec<u8>,
+    /// Render held events only once durable (a terminal), rather than hold their bytes.
+    live: bool,
+    /// Events held back in live mode, with their lines.
+    held: Vec<(Event, Vec<u8>)>,
+}
+
+impl<'a> Reporter<'a> {
+    /// A reporter for turn `turn` of run `run_id`.
+    pub(super) fn new(
+        run_id: &str,
+        turn: u32,
+        renderer: Box<dyn Renderer>,
+        output: &'a Output,
+        writer: &'a WriterHandle,
+        checkpoints: &'a mut Checkpointer,
+    ) -> Self {
+        Reporter {
+            run_id: run_id.to_string(),
+            turn,
+            renderer,
+            output,
+            writer,
+            checkpoints,
+            chunks: Vec::new(),
+            holding: false,
+            gate: None,
+            submitted: 0,
+            failed: Arc::new(Mutex::new(None)),
+            data: Vec::new(),
+            line: Vec::new(),
+            live: output.is_eager(),
+            held: Vec::new(),
+        }
+    }
+
+    /// The store's refusal of an earlier write, as an error for the engine.
+    fn check(&self) -> io::Result<()> {
+        match &*self.failed.lock().unwrap_or_else(PoisonError::into_inner) {
+            Some(e) => Err(store_error(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Hand the pending events, `checkpoint` and `end` to the writer as one write.
+    /// With `wait`, return once it is durable (or failed).
+    fn submit(
+        &mut self,
+        checkpoint: Option<canvas_store::CheckpointWrite>,
+        end: Option<TurnEnd>,
+        wait: bool,
+    ) -> io::Result<()> {
+        let write = RunWrite {
+            run_id: self.run_id.clone(),
+            turn: self.turn,
+            events: std::mem::take(&mut self.chunks),
+            checkpoint,
+            end,
+        };
+        self.holding = false;
+        self.set_gate(None);
+        if write.events.is_empty() && write.checkpoint.is_none() && write.end.is_none() {
+            return Ok(());
+        }
+        self.submitted += 1;
+        let gate = self.submitted;
+        let gates = self.output.gates();
+        let failed = Arc::clone(&self.failed);
+        let (tx, rx) = mpsc::sync_channel::<()>(1);
+        self.writer.submit(
+            write,
+            Box::new(move |r| {
+                match r {
+                    Ok(()) => gates.open(gate),
+                    Err(e) => {
+                        let mut f = failed.lock().unwrap_or_else(PoisonError::into_inner);
+                        f.get_or_insert_with(|| e.to_string());
+                        gates.fail(gate);
+                    }
+                }
+                let _ = tx.send(());
+            }),
+        );
+        if wait || self.live {
+            // The writer calls back exactly once, or is gone (then the sender dropped).
+            let _ = rx.recv();
+            self.check()?;
+        }
+        for (ev, line) in std::mem::take(&mut self.held) {
+            self.renderer.event_line(&ev, &line)?;
+        }
+        Ok(())
+    }
+
+    fn set_gate(&mut self, gate: Option<u64>) {
+        if self.gate != gate {
+            self.gate = gate;
+            self.output.set_gate(gate);
+        }
+    }
+
+    /// End the turn: write what is pending with `state`'s checkpoint (none when `state`
+    /// is `None`, or when an earlier write failed: the checkpoint would not follow on)
+    /// and the run's new status, wait until it is durable, then show everything.
+    pub(super) fn finish_turn(&mut self, state: Option<&RunState>, end: TurnEnd) -> io::Result<()> {
+        let checkpoint = match state {
+            Some(st) if self.check().is_ok() => self
+                .checkpoints
+                .plan(st)
+                .map_err(|e| io::Error::other(format!("cannot write to the run store: {e}")))?,
+            _ => None,
+        };
+        let res = self.submit(checkpoint, Some(end), true);
+        let shown = self.output.drain();
+        res.and(shown)
+    }
+
+    /// The renderer's closing lines, shown at once.
+    pub(super) fn finish_output(&mut self, end: &RunEnd) -> io::Result<()> {
+        self.renderer.finish(end)?;
+        self.output.drain()
+    }
+}
+
+fn store_error(e: &str) -> io::Error {
+    io::Error::other(format!("cannot write to the run store: {e}"))
+}
+
+impl EventSink for Reporter<'_> {
+    fn emit(&mut self, ev: &Event) -> io::Result<()> {
+        self.check()?;
+        self.data.clear();
+        wire::write_data(&ev.kind, &mut self.data).map_err(io::Error::other)?;
+        let data = std::str::from_utf8(&self.data).map_err(io::Error::other)?;
+        let name = ev.kind.name();
+        let env = Envelope::of(ev);
+        self.line.clear();
+        wire::write_line(name, data.as_bytes(), &env, &mut self.line);
+        match self.chunks.last_mut() {
+            Some(c) if c.message_id == ev.message_id && c.created_at == ev.created_at => {
+                c.push(name, data);
+            }
+            _ => {
+                let mut c = EventChunk::new(ev.message_id.clone(), ev.created_at);
+                c.push(name, data);
+                self.chunks.push(c);
+            }
+        }
+        if matches!(ev.kind, EventKind::NodeFinished(_)) {
+            self.holding = true;
+        }
+        if self.live {
+            if self.holding {
+                self.held.push((ev.clone(), self.line.clone()));
+                return Ok(());
+            }
+            return self.renderer.event_line(ev, &self.line);
+        }
+        let gate = self.holding.then_some(self.submitted + 1);
+        self.set_gate(gate);
+        self.renderer.event_line(ev, &self.line)
+    }
+
+    fn checkpoint(&mut self, state: &RunState) -> io::Result<()> {
+        self.check()?;
+        let checkpoint = self
+            .checkpoints
+            .plan(state)
+            .map_err(|e| store_error(&e.to_string()))?;
+        self.submit(checkpoint, None, false)
+    }
+}
