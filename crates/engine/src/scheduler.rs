@@ -78,8 +78,11 @@ impl Default for RunConfig {
 /// again on resume; what was not committed was never shown).
 pub const CHECKPOINT_GROUP: std::time::Duration = std::time::Duration::from_millis(2);
 
-/// RAGFlow runs at most five components of a batch at once.
-pub const DEFAULT_MAX_PARALLEL: usize = 5;
+/// Components of a batch run at once by default. RAGFlow's five is the size of a thread
+/// pool its server shares among sessions; a run here has the process to itself, and
+/// the events are the same at any bound (they are emitted in path order), so the bound
+/// only keeps a burst of model calls below what providers accept at once.
+pub const DEFAULT_MAX_PARALLEL: usize = 32;
 
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]

@@ -16,6 +16,9 @@ use std::time::Duration;
 
 /// How long ready bytes may wait for more before they are written (not in eager mode).
 pub const FLUSH_EVERY: Duration = Duration::from_millis(4);
+/// Ready bytes that are written at once, by the writing thread, rather than wait: keeps
+/// the buffer (and the memory of a fast run) small.
+const SPILL: usize = 64 * 1024;
 
 /// Buffered, gated output (see the module docs). Dropping it writes what is ready and
 /// stops the flusher; held bytes whose gate never opened are dropped.
@@ -267,7 +270,10 @@ impl Write for OutputWriter {
             None => {
                 let was_empty = st.ready.is_empty();
                 st.ready.extend_from_slice(buf);
-                if was_empty {
+                if st.ready.len() >= SPILL {
+                    drop(st);
+                    self.shared.write_ready()?;
+                } else if was_empty {
                     self.shared.changed.notify_all();
                 }
             }
