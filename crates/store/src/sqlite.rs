@@ -18,9 +18,11 @@ use rusqlite::{
 use serde_json::Value;
 
 use super::delta::{Delta, apply, diff_touched};
+use super::retention;
 use super::schema::{self, sql};
 use super::{
-    Result, RunRecord, RunStatus, Store, StoreError, TurnEnd, TurnKind, TurnRecord, lease, unix_now,
+    PruneFilter, Reclaimed, Result, RunRecord, RunStatus, Store, StoreError, StoreSize, TurnEnd,
+    TurnKind, TurnRecord, lease, unix_now,
 };
 use canvas_engine::RunState;
 
@@ -33,7 +35,7 @@ const MAX_CACHED_RUNS: usize = 64;
 /// Matches listed in an ambiguous-prefix error.
 const MAX_MATCHES: usize = 20;
 
-const RUN_COLUMNS: &str = "id, source, canvas, canvas_hash, status, parent, created_at, \
+pub(crate) const RUN_COLUMNS: &str = "id, source, canvas, canvas_hash, status, parent, created_at, \
                            updated_at, turns, error, waiting";
 
 /// The SQLite implementation of [`Store`].
@@ -42,16 +44,16 @@ pub struct SqliteStore {
     path: Option<PathBuf>,
 }
 
-struct Inner {
-    conn: Connection,
+pub(crate) struct Inner {
+    pub(crate) conn: Connection,
     /// Per run: the last checkpoint this store wrote or read.
-    cache: HashMap<String, Cached>,
+    pub(crate) cache: HashMap<String, Cached>,
     /// Checkpoint body bytes written by this store.
     checkpoint_bytes: u64,
 }
 
 /// The state as of checkpoint `seq`, and the bookkeeping that chooses delta or snapshot.
-struct Cached {
+pub(crate) struct Cached {
     state: RunState,
     seq: i64,
     full_bytes: usize,
@@ -193,6 +195,8 @@ impl SqliteStore {
             .map_err(|e| sql("setting the busy timeout", e))?;
         // Refuse a newer file before writing anything to it (WAL mode included).
         schema::check_not_newer(schema::version(&conn)?)?;
+        // Before WAL mode writes the file's first page: a new store can shrink.
+        retention::incremental_vacuum_if_new(&conn)?;
         if path.is_some() {
             set_wal(&conn)?;
         }
@@ -211,7 +215,7 @@ impl SqliteStore {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic mid-transaction rolled it back when the transaction was dropped.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -753,6 +757,26 @@ impl Store for SqliteStore {
         let q = "UPDATE runs SET cancel_requested = 0 WHERE id = ?1";
         self.update_run(Op("clearing the cancel flag", run_id), q, [run_id])
     }
+
+    fn select_prunable(&self, filter: &PruneFilter) -> Result<Vec<RunRecord>> {
+        self.prunable(filter)
+    }
+
+    fn run_bytes(&self, ids: &[String]) -> Result<u64> {
+        self.payload_bytes(ids)
+    }
+
+    fn delete_runs(&self, ids: &[String]) -> Result<usize> {
+        self.delete_in_chunks(ids)
+    }
+
+    fn reclaim(&self) -> Result<Reclaimed> {
+        self.give_back_space()
+    }
+
+    fn size(&self) -> Result<StoreSize> {
+        self.measure()
+    }
 }
 
 /// Insert `rec` into `runs`.
@@ -778,7 +802,7 @@ fn insert_run(tx: &Transaction<'_>, op: Op<'_>, rec: &RunRecord) -> Result<()> {
 }
 
 /// A `runs` row before its text columns are checked.
-struct RawRun {
+pub(crate) struct RawRun {
     id: String,
     source: String,
     canvas: String,
@@ -794,7 +818,7 @@ struct RawRun {
 
 impl RawRun {
     /// Read the [`RUN_COLUMNS`] of a row.
-    fn read(r: &Row<'_>) -> rusqlite::Result<RawRun> {
+    pub(crate) fn read(r: &Row<'_>) -> rusqlite::Result<RawRun> {
         Ok(RawRun {
             id: r.get(0)?,
             source: r.get(1)?,
@@ -810,7 +834,7 @@ impl RawRun {
         })
     }
 
-    fn into_record(self) -> Result<RunRecord> {
+    pub(crate) fn into_record(self) -> Result<RunRecord> {
         let id = self.id;
         let status = self
             .status
