@@ -28,7 +28,7 @@ Register-ArgumentCompleter -Native -CommandName 'canvas' -ScriptBlock {
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run a canvas (JSON or YAML; `-` reads stdin) and print its events')
             [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'Continue a stored run: answer its form, go on after a stop, or send the next turn')
             [CompletionResult]::new('chat', 'chat', [CompletionResultType]::ParameterValue, 'Chat with a conversational canvas: each line you type is a turn of one run')
-            [CompletionResult]::new('runs', 'runs', [CompletionResultType]::ParameterValue, 'List the stored runs, newest first')
+            [CompletionResult]::new('runs', 'runs', [CompletionResultType]::ParameterValue, 'List the stored runs, newest first; `canvas runs prune` deletes old ones')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one stored run: status, canvas, times, waiting form, error')
             [CompletionResult]::new('events', 'events', [CompletionResultType]::ParameterValue, 'Replay a stored run''s events in any output format')
             [CompletionResult]::new('cancel', 'cancel', [CompletionResultType]::ParameterValue, 'Ask the process running a run to stop at its next node boundary (resumable)')
@@ -132,6 +132,19 @@ Register-ArgumentCompleter -Native -CommandName 'canvas' -ScriptBlock {
             [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'SQLite run store [default: ~/.local/share/canvas/canvas.db]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete old runs and give their space back (a dry run without --yes)')
+            break
+        }
+        'canvas;runs;prune' {
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Runs last updated more than DURATION ago: 30d, 12h, 90m, 2w (units s m h d w)')
+            [CompletionResult]::new('--status', '--status', [CompletionResultType]::ParameterName, 'Runs with status S (repeatable, or a comma list: failed,cancelled)')
+            [CompletionResult]::new('--keep', '--keep', [CompletionResultType]::ParameterName, 'Never delete the N most recently created runs (counting every run)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: the table and a summary, or one JSON object (json never asks)')
+            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'SQLite run store [default: ~/.local/share/canvas/canvas.db]')
+            [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Delete without asking (without it: a dry run, or a question on a terminal)')
+            [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Delete without asking (without it: a dry run, or a question on a terminal)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
         'canvas;show' {

@@ -55,6 +55,9 @@ _canvas() {
             canvas,validate)
                 cmd="canvas__subcmd__validate"
                 ;;
+            canvas__subcmd__runs,prune)
+                cmd="canvas__subcmd__runs__subcmd__prune"
+                ;;
             *)
                 ;;
         esac
@@ -468,7 +471,7 @@ _canvas() {
             return 0
             ;;
         canvas__subcmd__runs)
-            opts="-h --status --limit --format --store --help"
+            opts="-h --status --limit --format --store --help prune"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -479,6 +482,40 @@ _canvas() {
                     return 0
                     ;;
                 --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        canvas__subcmd__runs__subcmd__prune)
+            opts="-y -h --older-than --status --keep --yes --format --store --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --older-than)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --status)
+                    COMPREPLY=($(compgen -W "running waiting succeeded failed interrupted cancelled" -- "${cur}"))
+                    return 0
+                    ;;
+                --keep)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -25,7 +25,7 @@ set edit:completion:arg-completer[canvas] = {|@words|
             cand run 'Run a canvas (JSON or YAML; `-` reads stdin) and print its events'
             cand resume 'Continue a stored run: answer its form, go on after a stop, or send the next turn'
             cand chat 'Chat with a conversational canvas: each line you type is a turn of one run'
-            cand runs 'List the stored runs, newest first'
+            cand runs 'List the stored runs, newest first; `canvas runs prune` deletes old ones'
             cand show 'Show one stored run: status, canvas, times, waiting form, error'
             cand events 'Replay a stored run''s events in any output format'
             cand cancel 'Ask the process running a run to stop at its next node boundary (resumable)'
@@ -125,6 +125,18 @@ set edit:completion:arg-completer[canvas] = {|@words|
             cand --store 'SQLite run store [default: ~/.local/share/canvas/canvas.db]'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
+            cand prune 'Delete old runs and give their space back (a dry run without --yes)'
+        }
+        &'canvas;runs;prune'= {
+            cand --older-than 'Runs last updated more than DURATION ago: 30d, 12h, 90m, 2w (units s m h d w)'
+            cand --status 'Runs with status S (repeatable, or a comma list: failed,cancelled)'
+            cand --keep 'Never delete the N most recently created runs (counting every run)'
+            cand --format 'Output format: the table and a summary, or one JSON object (json never asks)'
+            cand --store 'SQLite run store [default: ~/.local/share/canvas/canvas.db]'
+            cand -y 'Delete without asking (without it: a dry run, or a question on a terminal)'
+            cand --yes 'Delete without asking (without it: a dry run, or a question on a terminal)'
+            cand -h 'Print help'
+            cand --help 'Print help'
         }
         &'canvas;show'= {
             cand --format 'Output format'

@@ -29,7 +29,7 @@ complete -c canvas -n "__fish_canvas_needs_command" -s V -l version -d 'Print ve
 complete -c canvas -n "__fish_canvas_needs_command" -f -a "run" -d 'Run a canvas (JSON or YAML; `-` reads stdin) and print its events'
 complete -c canvas -n "__fish_canvas_needs_command" -f -a "resume" -d 'Continue a stored run: answer its form, go on after a stop, or send the next turn'
 complete -c canvas -n "__fish_canvas_needs_command" -f -a "chat" -d 'Chat with a conversational canvas: each line you type is a turn of one run'
-complete -c canvas -n "__fish_canvas_needs_command" -f -a "runs" -d 'List the stored runs, newest first'
+complete -c canvas -n "__fish_canvas_needs_command" -f -a "runs" -d 'List the stored runs, newest first; `canvas runs prune` deletes old ones'
 complete -c canvas -n "__fish_canvas_needs_command" -f -a "show" -d 'Show one stored run: status, canvas, times, waiting form, error'
 complete -c canvas -n "__fish_canvas_needs_command" -f -a "events" -d 'Replay a stored run\'s events in any output format'
 complete -c canvas -n "__fish_canvas_needs_command" -f -a "cancel" -d 'Ask the process running a run to stop at its next node boundary (resumable)'
@@ -109,17 +109,31 @@ complete -c canvas -n "__fish_canvas_using_subcommand chat" -l non-interactive -
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l allow-private-network -d 'Let tools reach private addresses'
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l allow-sql-writes -d 'Let ExeSQL run INSERT, UPDATE and DELETE (refused by default)'
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -s h -l help -d 'Print help'
-complete -c canvas -n "__fish_canvas_using_subcommand runs" -l status -d 'Only runs with this status' -r -f -a "running\t''
+complete -c canvas -n "__fish_canvas_using_subcommand runs; and not __fish_seen_subcommand_from prune" -l status -d 'Only runs with this status' -r -f -a "running\t''
 waiting\t''
 succeeded\t''
 failed\t''
 interrupted\t''
 cancelled\t''"
-complete -c canvas -n "__fish_canvas_using_subcommand runs" -l limit -d 'At most N runs (0 = all)' -r
-complete -c canvas -n "__fish_canvas_using_subcommand runs" -l format -d 'Output format' -r -f -a "table\t'Aligned columns'
+complete -c canvas -n "__fish_canvas_using_subcommand runs; and not __fish_seen_subcommand_from prune" -l limit -d 'At most N runs (0 = all)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand runs; and not __fish_seen_subcommand_from prune" -l format -d 'Output format' -r -f -a "table\t'Aligned columns'
 json\t'A JSON array of runs'"
-complete -c canvas -n "__fish_canvas_using_subcommand runs" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
-complete -c canvas -n "__fish_canvas_using_subcommand runs" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c canvas -n "__fish_canvas_using_subcommand runs; and not __fish_seen_subcommand_from prune" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand runs; and not __fish_seen_subcommand_from prune" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c canvas -n "__fish_canvas_using_subcommand runs; and not __fish_seen_subcommand_from prune" -f -a "prune" -d 'Delete old runs and give their space back (a dry run without --yes)'
+complete -c canvas -n "__fish_canvas_using_subcommand runs; and __fish_seen_subcommand_from prune" -l older-than -d 'Runs last updated more than DURATION ago: 30d, 12h, 90m, 2w (units s m h d w)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand runs; and __fish_seen_subcommand_from prune" -l status -d 'Runs with status S (repeatable, or a comma list: failed,cancelled)' -r -f -a "running\t''
+waiting\t''
+succeeded\t''
+failed\t''
+interrupted\t''
+cancelled\t''"
+complete -c canvas -n "__fish_canvas_using_subcommand runs; and __fish_seen_subcommand_from prune" -l keep -d 'Never delete the N most recently created runs (counting every run)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand runs; and __fish_seen_subcommand_from prune" -l format -d 'Output format: the table and a summary, or one JSON object (json never asks)' -r -f -a "table\t''
+json\t''"
+complete -c canvas -n "__fish_canvas_using_subcommand runs; and __fish_seen_subcommand_from prune" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand runs; and __fish_seen_subcommand_from prune" -s y -l yes -d 'Delete without asking (without it: a dry run, or a question on a terminal)'
+complete -c canvas -n "__fish_canvas_using_subcommand runs; and __fish_seen_subcommand_from prune" -s h -l help -d 'Print help'
 complete -c canvas -n "__fish_canvas_using_subcommand show" -l format -d 'Output format' -r -f -a "text\t'Readable lines'
 json\t'One JSON object'"
 complete -c canvas -n "__fish_canvas_using_subcommand show" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F

@@ -130,23 +130,32 @@ the SQLite run store: every run, its events and checkpoints
 factories, models and the default model
 "#;
 
-/// `canvas.1` plus `canvas-<sub>.1` for every visible subcommand.
+/// `canvas.1` plus `canvas-<sub>.1` for every visible subcommand, and
+/// `canvas-<sub>-<subsub>.1` for theirs (`canvas-runs-prune.1`).
 fn write_pages(cmd: &clap::Command, dir: &Path) -> io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut top = Vec::new();
     render(cmd, &mut top)?;
     std::fs::write(dir.join("canvas.1"), top)?;
+    write_sub_pages(cmd, "canvas", "canvas", dir)
+}
+
+/// The pages of `cmd`'s visible subcommands, named `<name>-<sub>` and run as
+/// `<bin> <sub>`, then theirs.
+fn write_sub_pages(cmd: &clap::Command, name: &str, bin: &str, dir: &Path) -> io::Result<()> {
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        let name = format!("canvas-{}", sub.get_name());
+        let name = format!("{name}-{}", sub.get_name());
+        let bin = format!("{bin} {}", sub.get_name());
         // The page's title and usage line name the full command (`canvas run`).
         let sub = sub
             .clone()
             .name(name.clone())
-            .bin_name(format!("canvas {}", sub.get_name()))
+            .bin_name(bin.clone())
             .version(env!("CARGO_PKG_VERSION"));
         let mut page = Vec::new();
         render(&sub, &mut page)?;
         std::fs::write(dir.join(format!("{name}.1")), page)?;
+        write_sub_pages(&sub, &name, &bin, dir)?;
     }
     Ok(())
 }

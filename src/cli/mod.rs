@@ -14,6 +14,7 @@ mod man;
 mod migrate;
 mod models;
 mod opts;
+mod prune;
 mod reporter;
 mod resume;
 mod run;
@@ -99,10 +100,15 @@ pub enum Command {
     #[command(after_help = "Example:\n  \
         canvas chat canvases/support.yaml --mock-llm canvases/support.mock.yaml")]
     Chat(chat::ChatArgs),
-    /// List the stored runs, newest first.
-    #[command(after_help = "Examples:\n  \
+    /// List the stored runs, newest first; `canvas runs prune` deletes old ones.
+    #[command(
+        args_conflicts_with_subcommands = true,
+        disable_help_subcommand = true,
+        after_help = "Examples:\n  \
         canvas runs --status waiting\n  \
-        canvas runs --limit 5 --format json")]
+        canvas runs --limit 5 --format json\n  \
+        canvas runs prune --older-than 30d --yes     # delete runs untouched for 30 days"
+    )]
     Runs(runs::RunsArgs),
     /// Show one stored run: status, canvas, times, waiting form, error.
     #[command(after_help = "Example:\n  canvas show latest")]

@@ -1,16 +1,18 @@
-//! `canvas runs`: list the stored runs, newest first. Also the helpers the read-only
-//! commands (`runs`, `show`, `events`) share: local times, the JSON shape of a run, and writing to stdout.
+//! `canvas runs`: list the stored runs, newest first (`canvas runs prune` is in
+//! `prune.rs`). Also the helpers the read-only commands (`runs`, `show`, `events`)
+//! share: local times, sizes, the JSON shape of a run, and writing to stdout.
 
 use std::io::{self, Write};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use clap::{Args, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::opts::StoreOpts;
+use super::prune::PruneArgs;
 use super::{CliError, exit};
-use canvas_store::{RunRecord, RunStatus, Store};
+use canvas_store::{RunRecord, RunStatus, SqliteStore, Store};
 
 /// Output formats of `canvas runs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -24,14 +26,11 @@ pub enum RunsFormat {
 /// Options of `canvas runs`.
 #[derive(Debug, Args)]
 pub struct RunsArgs {
+    /// `canvas runs prune`; without it, the list.
+    #[command(subcommand)]
+    pub command: Option<RunsCommand>,
     /// Only runs with this status.
-    #[arg(
-        long,
-        value_name = "S",
-        ignore_case = true,
-        value_parser = PossibleValuesParser::new(RunStatus::ALL.map(RunStatus::as_str))
-            .try_map(|s| s.parse::<RunStatus>())
-    )]
+    #[arg(long, value_name = "S", ignore_case = true, value_parser = status_parser())]
     pub status: Option<RunStatus>,
     /// At most N runs (0 = all).
     #[arg(long, value_name = "N", default_value_t = 20)]
@@ -44,31 +43,105 @@ pub struct RunsArgs {
     pub store: StoreOpts,
 }
 
+/// A run status flag's value: one of the statuses, any case.
+pub(super) fn status_parser() -> impl TypedValueParser<Value = RunStatus> {
+    PossibleValuesParser::new(RunStatus::ALL.map(RunStatus::as_str))
+        .try_map(|s| s.parse::<RunStatus>())
+}
+
+/// What `canvas runs` does besides listing.
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// Delete old runs and give their space back (a dry run without --yes).
+    #[command(after_help = "Examples:\n  \
+        canvas runs prune --older-than 30d                  # what would go; deletes nothing\n  \
+        canvas runs prune --older-than 30d --yes\n  \
+        canvas runs prune --status failed,cancelled --keep 100 --yes\n  \
+        canvas runs prune --keep 50 --format json           # for scripts\n\n\
+        A run that a live process is running is never deleted. Without --yes, a terminal\n\
+        is asked to confirm; anywhere else nothing is deleted.")]
+    Prune(PruneArgs),
+}
+
 /// Run `canvas runs`.
 pub fn exec(args: RunsArgs) -> Result<u8, CliError> {
-    let runs = match args.store.open_existing()? {
+    if let Some(RunsCommand::Prune(prune)) = args.command {
+        return super::prune::exec(prune);
+    }
+    let store = args.store.open_existing()?;
+    let runs = match &store {
         Some(store) => store.list_runs(args.status, args.limit)?,
         None => Vec::new(),
     };
-    match args.format {
+    // A table is followed by the store's size, on stderr so that stdout stays the table
+    // alone; the JSON array is unchanged.
+    let footer = match (&store, args.format) {
+        (Some(store), RunsFormat::Table) => Some(store_line(store)?),
+        _ => None,
+    };
+    let code = match args.format {
         RunsFormat::Json => {
             let rows: Vec<RunJson<'_>> = runs.iter().map(RunJson::from).collect();
             write_stdout(|out| {
                 serde_json::to_writer_pretty(&mut *out, &rows)?;
                 writeln!(out)
-            })
+            })?
         }
         RunsFormat::Table if runs.is_empty() => {
             let which = args.status.map(|s| format!("{s} ")).unwrap_or_default();
             eprintln!("no {which}runs in {}", args.store.path().display());
-            Ok(exit::OK)
+            exit::OK
         }
-        RunsFormat::Table => write_stdout(|out| out.write_all(table(&runs).as_bytes())),
+        RunsFormat::Table => write_stdout(|out| out.write_all(table(&runs).as_bytes()))?,
+    };
+    if let Some(line) = footer {
+        eprintln!("{line}");
+    }
+    Ok(code)
+}
+
+/// `store: PATH, 12.3 MB, 42 runs`.
+fn store_line(store: &SqliteStore) -> Result<String, CliError> {
+    let size = store.size()?;
+    let path = store
+        .path()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let runs = runs_word(size.runs);
+    Ok(format!(
+        "store: {path}, {}, {runs}",
+        human_bytes(size.bytes)
+    ))
+}
+
+/// `1 run`, `5 runs`.
+pub(super) fn runs_word(n: impl Into<u64>) -> String {
+    match n.into() {
+        1 => "1 run".into(),
+        n => format!("{n} runs"),
     }
 }
 
+/// Bytes for people: `512 B`, `4.1 kB`, `12.3 MB`, `1.2 GB` (powers of 1000).
+pub(super) fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["kB", "MB", "GB", "TB"];
+    if n < 1000 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1000.0;
+    let mut unit = UNITS[0];
+    for next in &UNITS[1..] {
+        if v < 999.95 {
+            break;
+        }
+        v /= 1000.0;
+        unit = next;
+    }
+    format!("{v:.1} {unit}")
+}
+
 /// The runs as aligned columns `ID  STATUS  TURNS  UPDATED  CANVAS`, one line each.
-fn table(runs: &[RunRecord]) -> String {
+pub(super) fn table(runs: &[RunRecord]) -> String {
     let header = ["ID", "STATUS", "TURNS", "UPDATED", "CANVAS"];
     let rows: Vec<[String; 5]> = runs
         .iter()
@@ -200,6 +273,18 @@ mod tests {
         assert!(lines[2].ends_with("  -"), "{t}");
         let col = lines[0].find("CANVAS").unwrap();
         assert_eq!(lines[1].find("/x/flow.json"), Some(col));
+    }
+
+    #[test]
+    fn human_bytes_in_powers_of_a_thousand() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(999), "999 B");
+        assert_eq!(human_bytes(1000), "1.0 kB");
+        assert_eq!(human_bytes(4_096), "4.1 kB");
+        assert_eq!(human_bytes(999_949), "999.9 kB");
+        assert_eq!(human_bytes(999_999), "1.0 MB");
+        assert_eq!(human_bytes(12_345_678), "12.3 MB");
+        assert_eq!(human_bytes(1_200_000_000), "1.2 GB");
     }
 
     #[test]

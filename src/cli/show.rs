@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::CliError;
 use super::opts::StoreOpts;
-use super::runs::{RunJson, local_time, write_stdout};
+use super::runs::{RunJson, human_bytes, local_time, runs_word, write_stdout};
 use canvas_store::{RunRecord, RunStatus, Store};
 
 /// Output formats of `canvas show`.
@@ -34,23 +34,27 @@ pub struct ShowArgs {
     pub store: StoreOpts,
 }
 
-/// `canvas show --format json`: the run as `canvas runs` prints it, plus its event count.
+/// `canvas show --format json`: the run as `canvas runs` prints it, plus its event count
+/// and the size of the store on disk.
 #[derive(Debug, Serialize)]
 struct ShowJson<'a> {
     #[serde(flatten)]
     run: RunJson<'a>,
     events: usize,
+    store_bytes: u64,
 }
 
 /// Run `canvas show`.
 pub fn exec(args: ShowArgs) -> Result<u8, CliError> {
     let (store, rec) = args.store.find_run(&args.run_id)?;
     let events = store.events(&rec.id)?.len();
+    let size = store.size()?;
     match args.format {
         ShowFormat::Json => {
             let doc = ShowJson {
                 run: RunJson::from(&rec),
                 events,
+                store_bytes: size.bytes,
             };
             write_stdout(|out| {
                 serde_json::to_writer_pretty(&mut *out, &doc)?;
@@ -58,14 +62,21 @@ pub fn exec(args: ShowArgs) -> Result<u8, CliError> {
             })
         }
         ShowFormat::Text => {
-            let text = summary(&rec, events);
+            let store = format!(
+                "{} ({}, {})",
+                args.store.path().display(),
+                human_bytes(size.bytes),
+                runs_word(size.runs)
+            );
+            let text = summary(&rec, events, &store);
             write_stdout(|out| out.write_all(text.as_bytes()))
         }
     }
 }
 
-/// The text summary of a run, ending with its `next:` line.
-fn summary(rec: &RunRecord, events: usize) -> String {
+/// The text summary of a run (`store` describes the store it is in), ending with its
+/// `next:` line.
+fn summary(rec: &RunRecord, events: usize, store: &str) -> String {
     let hash: String = rec.canvas_hash.chars().take(12).collect();
     let mut s = format!("run {}\n", rec.id);
     let mut field = |name: &str, value: &str| {
@@ -78,6 +89,7 @@ fn summary(rec: &RunRecord, events: usize) -> String {
     field("updated", &local_time(rec.updated_at));
     field("turns", &rec.turns.to_string());
     field("events", &events.to_string());
+    field("store", store);
     if let Some(e) = &rec.error {
         field("error", e);
     }
@@ -194,10 +206,11 @@ mod tests {
     #[test]
     fn waiting_run_lists_the_form_and_required_fields() {
         let r = waiting();
-        let s = summary(&r, 7);
+        let s = summary(&r, 7, "/s.db (4.1 kB, 1 run)");
         assert!(s.starts_with(&format!("run {}\n", r.id)), "{s}");
         assert!(s.contains("  status:  waiting\n"), "{s}");
         assert!(s.contains("  events:  7\n"), "{s}");
+        assert!(s.contains("  store:   /s.db (4.1 kB, 1 run)\n"), "{s}");
         assert!(
             s.contains(&format!("  hash:    {}\n", &r.canvas_hash[..12])),
             "{s}"
@@ -222,7 +235,7 @@ mod tests {
         r.status = RunStatus::Failed;
         r.error = Some("boom".into());
         assert!(next_step(&r, &[]).contains("-q"));
-        let s = summary(&r, 0);
+        let s = summary(&r, 0, "-");
         assert!(s.contains("  error:   boom\n"), "{s}");
         assert!(!s.contains("waiting for"), "{s}");
     }

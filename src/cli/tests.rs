@@ -20,6 +20,11 @@ const VALID: &[&str] = &[
     "canvas chat flow.yaml --mock-llm m.yaml",
     "canvas runs --status waiting --limit 5 --format json --store s.db",
     "canvas runs --status WAITING",
+    "canvas runs prune",
+    "canvas runs prune --older-than 30d",
+    "canvas runs prune --older-than 1d12h --status failed,cancelled --status WAITING --keep 5",
+    "canvas runs prune --keep 0 --yes --format json --store s.db",
+    "canvas runs prune -y --status succeeded",
     "canvas show latest --store s.db",
     "canvas show latest --format json",
     "canvas events latest --format jsonl --turn 2",
@@ -47,6 +52,14 @@ const INVALID: &[&str] = &[
     "canvas resume latest --canvas-changed=yes",
     "canvas runs --status sleeping",
     "canvas runs --limit -1",
+    "canvas runs --status failed prune --keep 1",
+    "canvas runs prune --older-than 30",
+    "canvas runs prune --older-than soon",
+    "canvas runs prune --status done",
+    "canvas runs prune --keep -1",
+    "canvas runs prune --limit 5",
+    "canvas runs purge",
+    "canvas runs help",
     "canvas events latest --turn 0",
     "canvas show",
     "canvas runs -v",
@@ -95,6 +108,32 @@ fn flag_groups_resolve_to_plain_values() {
         .turn
         .request(canvas_store::TurnKind::Start, canvas_pyrt::Object::new());
     assert_eq!(req.query, "hi");
+}
+
+#[test]
+fn runs_prune_is_a_subcommand_and_plain_runs_lists() {
+    use super::runs::{RunsArgs, RunsCommand};
+    let runs = |line: &str| match parse(line).map(|c| c.command) {
+        Ok(super::Command::Runs(a)) => a,
+        other => panic!("{line}: {other:?}"),
+    };
+    let RunsArgs { command, limit, .. } = runs("canvas runs --limit 5");
+    assert!(command.is_none());
+    assert_eq!(limit, 5);
+    let Some(RunsCommand::Prune(p)) = runs(
+        "canvas runs prune --older-than 2w --status failed,cancelled --status waiting --keep 3",
+    )
+    .command
+    else {
+        panic!("no prune");
+    };
+    assert_eq!(
+        p.older_than,
+        Some(std::time::Duration::from_secs(14 * 86_400))
+    );
+    use canvas_store::RunStatus::{Cancelled, Failed, Waiting};
+    assert_eq!(p.status, [Failed, Cancelled, Waiting]);
+    assert_eq!((p.keep, p.yes), (Some(3), false));
 }
 
 #[test]

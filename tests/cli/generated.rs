@@ -105,6 +105,8 @@ fn every_help_fits_one_screen_with_an_example() {
     assert!(subs.len() >= 12, "subcommands: {subs:?}");
     let mut pages = vec![Vec::new()];
     pages.extend(subs.iter().map(|s| vec![s.as_str()]));
+    // Subcommands of subcommands.
+    pages.push(vec!["runs", "prune"]);
     for args in pages {
         let out = canvas()
             .args(&args)

@@ -25,6 +25,7 @@ mod mcp;
 mod migrate;
 mod models;
 mod peer;
+mod prune;
 mod readme;
 mod resume;
 mod retrieval;

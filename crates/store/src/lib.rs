@@ -13,6 +13,7 @@ mod checkpoint;
 mod chunk;
 pub mod delta;
 pub mod lease;
+mod retention;
 mod schema;
 mod sqlite;
 pub mod writer;
@@ -31,6 +32,7 @@ pub use checkpoint::{CheckpointWrite, Checkpointer};
 pub use chunk::EventChunk;
 pub use delta::{CursorDelta, Delta, apply, diff};
 pub use lease::holder as lease_holder;
+pub use retention::{AutoVacuum, PruneFilter, Reclaimed, StoreSize};
 pub use schema::SCHEMA_VERSION;
 pub use sqlite::SqliteStore;
 
@@ -381,6 +383,18 @@ pub trait Store: Send + Sync {
     fn cancel_requested(&self, run_id: &str) -> Result<bool>;
     /// Forget a cancel request (done when a run is resumed).
     fn clear_cancel(&self, run_id: &str) -> Result<()>;
+    /// The runs a prune with `filter` deletes, newest first; never a run a live process
+    /// holds the lease of, nor one just stored whose lease is about to be taken.
+    fn select_prunable(&self, filter: &PruneFilter) -> Result<Vec<RunRecord>>;
+    /// About how many bytes these runs and every row referencing them hold.
+    fn run_bytes(&self, ids: &[String]) -> Result<u64>;
+    /// Delete these runs and (by cascade) all that references them, a few runs per
+    /// transaction, skipping a run a live process holds; returns how many went.
+    fn delete_runs(&self, ids: &[String]) -> Result<usize>;
+    /// Give the space of deleted rows back to the file system (the file shrinks).
+    fn reclaim(&self) -> Result<Reclaimed>;
+    /// How big the store is: bytes on disk, pages, free pages, runs and events.
+    fn size(&self) -> Result<StoreSize>;
 }
 
 /// The default store file: `$CANVAS_STORE`, else `$XDG_DATA_HOME/canvas/canvas.db`, else

@@ -23,10 +23,11 @@ use serde_json::Value;
 use super::checkpoint::MAX_DELTAS;
 use super::chunk;
 use super::delta::{Delta, apply};
+use super::retention;
 use super::schema::{self, sql};
 use super::{
-    Checkpointer, Result, RunRecord, RunStatus, RunWrite, Store, StoreError, TurnKind, TurnRecord,
-    lease, unix_now,
+    Checkpointer, PruneFilter, Reclaimed, Result, RunRecord, RunStatus, RunWrite, Store,
+    StoreError, StoreSize, TurnKind, TurnRecord, lease, unix_now,
 };
 use canvas_engine::RunState;
 
@@ -40,10 +41,12 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_MATCHES: usize = 20;
 
 /// A run's columns, its canvas text from `canvases` (one row per distinct canvas: the
-/// run's row stays small, so the updates a turn makes to it stay cheap).
-const RUN_SELECT: &str = "SELECT r.id, r.source, c.text, r.canvas_hash, r.status, r.parent, \
-                          r.created_at, r.updated_at, r.turns, r.error, r.waiting \
-                          FROM runs r JOIN canvases c ON c.hash = r.canvas_hash";
+/// run's row stays small, so the updates a turn makes to it stay cheap); with
+/// [`RUN_FROM`].
+pub(crate) const RUN_FIELDS: &str = "r.id, r.source, c.text, r.canvas_hash, r.status, r.parent, \
+                                     r.created_at, r.updated_at, r.turns, r.error, r.waiting";
+/// The tables [`RUN_FIELDS`] come from.
+pub(crate) const RUN_FROM: &str = "runs r JOIN canvases c ON c.hash = r.canvas_hash";
 
 /// The SQLite implementation of [`Store`].
 pub struct SqliteStore {
@@ -51,8 +54,8 @@ pub struct SqliteStore {
     path: Option<PathBuf>,
 }
 
-struct Inner {
-    conn: Connection,
+pub(crate) struct Inner {
+    pub(crate) conn: Connection,
     /// Checkpoint bytes (as stored) written by this store.
     checkpoint_bytes: u64,
 }
@@ -134,6 +137,10 @@ impl SqliteStore {
             .map_err(|e| sql("setting the busy timeout", e))?;
         conn.pragma_update(None, "query_only", true)
             .map_err(|e| sql("making the connection read-only", e))?;
+        // Reading must not fold the WAL into the file when it closes (a write, with
+        // fsyncs): the writers leave that to the WAL's own checkpoints.
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            .map_err(|e| sql("configuring the connection", e))?;
         let version = schema::version(&conn)?;
         schema::check_not_newer(version)?;
         if version == 0 {
@@ -171,6 +178,8 @@ impl SqliteStore {
             .map_err(|e| sql("setting the busy timeout", e))?;
         // Refuse a newer file before writing anything to it (WAL mode included).
         schema::check_not_newer(schema::version(&conn)?)?;
+        // Before WAL mode writes the file's first page: a new store can shrink.
+        retention::incremental_vacuum_if_new(&conn)?;
         if path.is_some() {
             set_wal(&conn)?;
             // The last connection to close would fold the WAL into the file, with two
@@ -201,7 +210,7 @@ impl SqliteStore {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic mid-transaction rolled it back when the transaction was dropped.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -238,7 +247,7 @@ impl SqliteStore {
     }
 
     fn get_run(c: &Connection, id: &str) -> Result<Option<RunRecord>> {
-        let q = format!("{RUN_SELECT} WHERE r.id = ?1");
+        let q = format!("SELECT {RUN_FIELDS} FROM {RUN_FROM} WHERE r.id = ?1");
         let raw = one(c, Op("reading the run", id), &q, [id], RawRun::read)?;
         raw.map(RawRun::into_record).transpose()
     }
@@ -514,7 +523,7 @@ impl Store for SqliteStore {
             i64::try_from(limit).unwrap_or(i64::MAX)
         };
         let q = format!(
-            "{RUN_SELECT} WHERE (?1 IS NULL OR r.status = ?1)
+            "SELECT {RUN_FIELDS} FROM {RUN_FROM} WHERE (?1 IS NULL OR r.status = ?1)
              ORDER BY r.created_at DESC, r.id DESC LIMIT ?2"
         );
         let p = params![status.map(RunStatus::as_str), limit];
@@ -755,6 +764,26 @@ impl Store for SqliteStore {
         let q = "UPDATE runs SET cancel_requested = 0 WHERE id = ?1";
         self.update_run(Op("clearing the cancel flag", run_id), q, [run_id])
     }
+
+    fn select_prunable(&self, filter: &PruneFilter) -> Result<Vec<RunRecord>> {
+        self.prunable(filter)
+    }
+
+    fn run_bytes(&self, ids: &[String]) -> Result<u64> {
+        self.payload_bytes(ids)
+    }
+
+    fn delete_runs(&self, ids: &[String]) -> Result<usize> {
+        self.delete_in_chunks(ids)
+    }
+
+    fn reclaim(&self) -> Result<Reclaimed> {
+        self.give_back_space()
+    }
+
+    fn size(&self) -> Result<StoreSize> {
+        self.measure()
+    }
 }
 
 /// Insert `rec` into `runs`, and its canvas into `canvases` unless it is there.
@@ -784,7 +813,7 @@ fn insert_run(tx: &Transaction<'_>, op: Op<'_>, rec: &RunRecord) -> Result<()> {
 }
 
 /// A `runs` row before its text columns are checked.
-struct RawRun {
+pub(crate) struct RawRun {
     id: String,
     source: String,
     canvas: String,
@@ -799,8 +828,8 @@ struct RawRun {
 }
 
 impl RawRun {
-    /// Read the columns of [`RUN_SELECT`].
-    fn read(r: &Row<'_>) -> rusqlite::Result<RawRun> {
+    /// Read the [`RUN_FIELDS`] of a row.
+    pub(crate) fn read(r: &Row<'_>) -> rusqlite::Result<RawRun> {
         Ok(RawRun {
             id: r.get(0)?,
             source: r.get(1)?,
@@ -816,7 +845,7 @@ impl RawRun {
         })
     }
 
-    fn into_record(self) -> Result<RunRecord> {
+    pub(crate) fn into_record(self) -> Result<RunRecord> {
         let id = self.id;
         let status = self
             .status

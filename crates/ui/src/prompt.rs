@@ -344,6 +344,28 @@ fn restore_cursor<T>(term: &Term, r: dialoguer::Result<T>) -> io::Result<T> {
     })
 }
 
+/// Ask a yes/no question on `term`, `[y/N]`: true only for an explicit yes. Enter alone,
+/// no, Ctrl-D or a closed terminal are no; `NotConnected` when `term` is not a terminal.
+pub fn confirm(question: &str, term: &Term) -> io::Result<bool> {
+    if !term.is_term() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotConnected,
+            "cannot ask: not a terminal",
+        ));
+    }
+    let theme: Box<dyn Theme> = if colors_enabled_stderr() {
+        Box::new(ColorfulTheme::default())
+    } else {
+        Box::new(SimpleTheme)
+    };
+    let answer = Confirm::with_theme(theme.as_ref())
+        .with_prompt(question)
+        .default(false)
+        .wait_for_newline(true)
+        .interact_on_opt(term);
+    Ok(restore_cursor(term, answer)?.unwrap_or(false))
+}
+
 /// Whether a form may be asked: stdin and stderr are terminals, `--non-interactive` was
 /// not given, and `CI` is not set to `true` or `1`.
 pub fn can_prompt(non_interactive: bool) -> bool {
