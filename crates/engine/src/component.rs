@@ -14,7 +14,7 @@ use super::graph::{Graph, Node};
 use super::refs::{self, RefElement, RefError};
 pub use super::role::{ContainerKind, Role};
 use super::services::Services;
-use super::state::RunState;
+use super::state::{RunState, set_key};
 use super::template;
 use canvas_llm::{ChatModel, LlmError, ModelSource};
 use canvas_pyrt::Object;
@@ -298,10 +298,11 @@ impl<'a> NodeCx<'a> {
 
     /// Record an input value (shown in `node_finished.inputs`).
     pub fn set_input(&self, name: &str, v: Value) {
-        lock(&self.shared.state)
-            .node_mut(&self.node.id)
-            .inputs
-            .insert(name.to_string(), v);
+        set_key(
+            &mut lock(&self.shared.state).node_mut(&self.node.id).inputs,
+            name,
+            v,
+        );
     }
 
     /// The enclosing Iteration/Loop, if any.
@@ -323,7 +324,13 @@ impl<'a> NodeCx<'a> {
 
     /// Set a pass counter.
     pub fn set_counter(&self, id: &str, v: i64) {
-        lock(&self.shared.state).counters.insert(id.to_string(), v);
+        let mut st = lock(&self.shared.state);
+        match st.counters.get_mut(id) {
+            Some(c) => *c = v,
+            None => {
+                st.counters.insert(id.to_string(), v);
+            }
+        }
     }
 
     /// Leave a stream plan to be drained after the batch.
