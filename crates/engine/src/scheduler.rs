@@ -142,9 +142,9 @@ pub fn now_f64() -> f64 {
 
 struct Emitter<'s> {
     sink: &'s mut dyn EventSink,
-    message_id: String,
-    created_at: i64,
-    task_id: String,
+    /// The envelope every event is sent in: only its `kind` changes from one event to
+    /// the next, so the turn's ids are not copied into each event.
+    ev: Event,
     /// When the first `node_finished` not yet checkpointed was emitted.
     unsaved: Option<std::time::Instant>,
 }
@@ -162,13 +162,11 @@ impl Emitter<'_> {
         if matches!(kind, EventKind::NodeFinished(_)) && self.unsaved.is_none() {
             self.unsaved = Some(std::time::Instant::now());
         }
-        let ev = Event {
-            kind,
-            message_id: self.message_id.clone(),
-            created_at: self.created_at,
-            task_id: self.task_id.clone(),
-        };
-        self.sink.emit(&ev)
+        self.ev.kind = kind;
+        let res = self.sink.emit(&self.ev);
+        // The payload is not kept until the next event (an empty map owns no memory).
+        self.ev.kind = EventKind::MessageEnd(Object::new());
+        res
     }
 }
 
@@ -203,9 +201,12 @@ pub async fn run_turn(
     let created = now_f64() as i64;
     let mut em = Emitter {
         sink,
-        message_id: format!("{:032x}", ulid::Ulid::new().0),
-        created_at: created,
-        task_id: cfg.run_id.clone(),
+        ev: Event {
+            kind: EventKind::MessageEnd(Object::new()),
+            message_id: format!("{:032x}", ulid::Ulid::new().0),
+            created_at: created,
+            task_id: cfg.run_id.clone(),
+        },
         unsaved: None,
     };
     let mut turn = Turn {
@@ -264,8 +265,8 @@ impl<'a> Turn<'a> {
             Some(c) => c,
             None => self.begin(em)?,
         };
-        em.message_id = cur.message_id.clone();
-        em.created_at = cur.started as i64;
+        em.ev.message_id.clone_from(&cur.message_id);
+        em.ev.created_at = cur.started as i64;
         self.error = cur.error.clone();
         self.partials = cur.partials.clone();
         self.prepare_streams().await?;
@@ -374,7 +375,7 @@ impl<'a> Turn<'a> {
                 st.path.len() - 1
             };
             let cur = Cursor {
-                message_id: em.message_id.clone(),
+                message_id: em.ev.message_id.clone(),
                 started,
                 query: self.cfg.query.clone(),
                 inputs: self.cfg.inputs.clone(),
