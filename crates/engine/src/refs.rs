@@ -175,6 +175,14 @@ pub fn is_ref(state: &RunState, exp: &str) -> bool {
     BARE_CPN_REF.is_match(s) && s.split_once('@').is_some_and(|(c, _)| state.has_node(c))
 }
 
+/// The group of a [`REF_RE`], [`REF_RE_CASED`] or [`ALIAS_RE`] match, taken from the
+/// whole match: `{* *{GROUP} *}*` where the group holds no brace nor space. `find`
+/// needs no capture slots, which `captures` allocates on every call.
+pub fn braced(whole: &str) -> &str {
+    let inner = whole.trim_start_matches(['{', ' ']);
+    inner.split_once('}').map_or(inner, |(g, _)| g)
+}
+
 /// One reference found in a text (`get_input_elements_from_text`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RefElement {
@@ -191,11 +199,12 @@ pub struct RefElement {
 /// Iteration.
 pub fn collect(text: &str, alias: &dyn Fn(&str) -> Option<String>) -> Vec<RefElement> {
     let mut out: Vec<RefElement> = Vec::new();
-    for cap in REF_RE.captures_iter(text) {
-        let exp = cap[1].to_string();
+    for m in REF_RE.find_iter(text) {
+        let exp = braced(m.as_str());
         if out.iter().any(|e| e.exp == exp) {
             continue;
         }
+        let exp = exp.to_string();
         let cpn_id = exp
             .split_once('@')
             .map(|(c, _)| c.to_string())
@@ -206,8 +215,8 @@ pub fn collect(text: &str, alias: &dyn Fn(&str) -> Option<String>) -> Vec<RefEle
             cpn_id,
         });
     }
-    for cap in ALIAS_RE.captures_iter(text) {
-        let raw = &cap[1];
+    for m in ALIAS_RE.find_iter(text) {
+        let raw = braced(m.as_str());
         let Some(exp) = alias(raw) else { continue };
         if out.iter().any(|e| e.exp == exp) {
             continue;
@@ -292,6 +301,18 @@ mod tests {
         assert_eq!(m.as_str(), "{ {begin@obj} }");
         assert!(REF_RE.is_match("{SYS.query}"));
         assert!(!REF_RE_CASED.is_match("{SYS.query}"));
+    }
+
+    #[test]
+    fn braced_is_the_first_group() {
+        for text in ["a {x@y} b", "{ {Begin:A@obj.k-1} } ", "{{ {sys.query}}}", "{ITEM}"] {
+            for re in [&*REF_RE, &*REF_RE_CASED, &*ALIAS_RE] {
+                for cap in re.captures_iter(text) {
+                    let whole = cap.get(0).map(|m| m.as_str()).unwrap_or_default();
+                    assert_eq!(braced(whole), &cap[1]);
+                }
+            }
+        }
     }
 
     #[test]
