@@ -305,7 +305,12 @@ mod tests {
 
     #[test]
     fn braced_is_the_first_group() {
-        for text in ["a {x@y} b", "{ {Begin:A@obj.k-1} } ", "{{ {sys.query}}}", "{ITEM}"] {
+        for text in [
+            "a {x@y} b",
+            "{ {Begin:A@obj.k-1} } ",
+            "{{ {sys.query}}}",
+            "{ITEM}",
+        ] {
             for re in [&*REF_RE, &*REF_RE_CASED, &*ALIAS_RE] {
                 for cap in re.captures_iter(text) {
                     let whole = cap.get(0).map(|m| m.as_str()).unwrap_or_default();

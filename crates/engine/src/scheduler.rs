@@ -417,8 +417,7 @@ impl<'a> Turn<'a> {
     async fn prepare_again(&self, from: usize, to: usize) -> Result<(), RunError> {
         for i in from..to {
             let node = self.node_at(i)?;
-            if node.role == Role::Streamer && !lock(&self.shared.deferred).contains_key(&node.id)
-            {
+            if node.role == Role::Streamer && !lock(&self.shared.deferred).contains_key(&node.id) {
                 let kwargs = self.declared_kwargs(node)?;
                 self.invoke_one(node, kwargs).await?;
             }
@@ -600,9 +599,11 @@ impl<'a> Turn<'a> {
                         }
                         // The path is searched from its end, where an upstream
                         // component usually is; the resume test only when it matters.
-                        let missing = elements.iter().any(|e| {
-                            !e.cpn_id.is_empty() && !st.path[..i].iter().rev().any(|p| *p == e.cpn_id)
-                        }) && !st.path.first().is_some_and(|p| self.canvas.names_a_form(p));
+                        let missing =
+                            elements.iter().any(|e| {
+                                !e.cpn_id.is_empty()
+                                    && !st.path[..i].iter().rev().any(|p| *p == e.cpn_id)
+                            }) && !st.path.first().is_some_and(|p| self.canvas.names_a_form(p));
                         if missing {
                             st.path.remove(i);
                             t -= 1;

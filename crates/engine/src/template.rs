@@ -139,7 +139,10 @@ pub fn merge(template: &str, refs: &[MergeRef<'_>], mode: JinjaMode) -> String {
         JinjaMode::WhenMarked => has_jinja(&text),
     };
     if render {
-        let vars = ids.iter().zip(refs).map(|(id, r)| (id.as_str(), r.text.as_str()));
+        let vars = ids
+            .iter()
+            .zip(refs)
+            .map(|(id, r)| (id.as_str(), r.text.as_str()));
         if let Ok(t) = render_pairs(&text, vars) {
             text = t;
         }
