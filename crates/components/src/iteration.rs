@@ -41,12 +41,15 @@ impl Component for Iteration {
 
     fn thoughts(&self, cx: &NodeCx<'_>) -> String {
         // RAGFlow calls len() here and crashes on values without one; we count 0.
-        let n = match cx.resolve(&self.items_ref) {
-            Ok(Value::Array(a)) => a.len(),
-            Ok(Value::String(s)) => s.chars().count(),
-            Ok(Value::Object(o)) => o.len(),
-            _ => 0,
-        };
+        // Measured in place, not copied.
+        let n = cx
+            .resolve_with(&self.items_ref, |v| match v {
+                Value::Array(a) => a.len(),
+                Value::String(s) => s.chars().count(),
+                Value::Object(o) => o.len(),
+                _ => 0,
+            })
+            .unwrap_or(0);
         format!("Iterating over {n} items.")
     }
 
@@ -59,10 +62,12 @@ impl Component for Iteration {
         for o in &cx.node().declared_outputs {
             cx.set_output(o, Value::Null);
         }
-        let items = cx.resolve(&self.items_ref)?;
-        if !items.is_array() {
+        let not_list = cx.resolve_with(&self.items_ref, |items| {
+            (!items.is_array()).then(|| not_a_list(&self.items_ref, items))
+        })?;
+        if let Some(msg) = not_list {
             // Set directly, not raised: a "comment" default does not replace it.
-            cx.set_output("_ERROR", Value::String(not_a_list(&self.items_ref, &items)));
+            cx.set_output("_ERROR", Value::String(msg));
         }
         Ok(())
     }

@@ -136,16 +136,16 @@ impl Component for LoopItem {
         let parent = cx
             .parent()
             .ok_or_else(|| ComponentError::Fatal("this LoopItem has no parent Loop".into()))?;
+        // Borrowed: this runs before every pass.
         let conds = parent
             .params
             .get("loop_termination_condition")
             .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
+            .map_or(&[][..], Vec::as_slice);
         let fatal =
             |m: String| ComponentError::Fatal(format!("loop condition of {:?}: {m}", parent.id));
         let mut results = Vec::with_capacity(conds.len());
-        for c in &conds {
+        for c in conds {
             let var = c
                 .get("variable")
                 .and_then(Value::as_str)

@@ -139,7 +139,8 @@ impl Message {
     async fn render(&self, cx: &NodeCx<'_>, text: &str) -> CResult<String> {
         let mut downloads = Vec::new();
         let mut refs = Vec::new();
-        for e in cx.collect_refs(text) {
+        let elements = cx.collect_refs(text);
+        for e in &elements {
             if let Some(cpn) = stream_source(cx, &e.exp) {
                 if let Some(Err(ComponentError::Fatal(m))) = cx.pull_stream(&cpn, &mut |_| {}).await
                 {
@@ -150,8 +151,8 @@ impl Message {
             let s = stringify(&v, &mut downloads);
             cx.set_input(&e.exp, json!(s));
             refs.push(MergeRef {
-                raw: e.raw,
-                exp: e.exp,
+                raw: &e.raw,
+                exp: &e.exp,
                 text: s,
             });
         }

@@ -85,9 +85,17 @@ impl StringTransform {
         let delim = &self.delimiters[0];
         let mut downloads = Vec::new();
         let mut refs = Vec::new();
-        for e in cx.collect_refs(&self.script) {
-            let v = cx.resolve(&e.exp)?;
-            let s = match &v {
+        // The scheduler's copy of `text_refs` (the same references) when it has one.
+        let collected;
+        let elements = match cx.known_text_refs() {
+            Some(e) => e,
+            None => {
+                collected = cx.collect_refs(&self.script);
+                &collected[..]
+            }
+        };
+        for e in elements {
+            let s = cx.resolve_with(&e.exp, |v| match v {
                 Value::Array(items) => items
                     .iter()
                     .map(|x| {
@@ -100,16 +108,16 @@ impl StringTransform {
                     .collect::<Vec<_>>()
                     .join(delim),
                 other => stringify(other, &mut downloads),
-            };
+            })?;
             cx.set_input(&e.exp, json!(s));
             refs.push(MergeRef {
-                raw: e.raw,
-                exp: e.exp,
+                raw: &e.raw,
+                exp: &e.exp,
                 text: s,
             });
         }
         let out = template::merge(&self.script, &refs, JinjaMode::WhenMarked);
-        cx.set_output("result", json!(out));
+        cx.set_output("result", Value::String(out));
         Ok(())
     }
 }

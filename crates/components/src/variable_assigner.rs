@@ -21,19 +21,13 @@ const INCOMPLETE: &str = "Variable is not complete.";
 
 /// Build a VariableAssigner. RAGFlow's `check()` accepts anything; a `variables` that
 /// is not a list makes every invocation a no-op.
-pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
-    let items = match params.get("variables") {
-        Some(Value::Array(items)) => items.clone(),
-        _ => Vec::new(),
-    };
-    Ok(Box::new(VariableAssigner { items }))
+pub fn build(_params: &Object) -> Result<Box<dyn Component>, BuildError> {
+    Ok(Box::new(VariableAssigner))
 }
 
-/// The VariableAssigner component.
-pub struct VariableAssigner {
-    /// The `variables` items as written (`{variable, operator, parameter}`).
-    items: Vec<Value>,
-}
+/// The VariableAssigner component. Its `variables` items (`{variable, operator,
+/// parameter}`) are read from the node's parameters, not copied.
+pub struct VariableAssigner;
 
 #[async_trait]
 impl Component for VariableAssigner {
@@ -47,7 +41,10 @@ impl Component for VariableAssigner {
 
     async fn invoke(&self, cx: &NodeCx<'_>) -> CResult<()> {
         // Items apply one by one: a failing item leaves the earlier ones applied.
-        for item in &self.items {
+        let Some(Value::Array(items)) = cx.param("variables") else {
+            return Ok(());
+        };
+        for item in items {
             apply(cx, item)?;
         }
         Ok(())

@@ -128,7 +128,7 @@ impl Canvas {
     }
 
     /// Compile a DSL with a component registry.
-    pub fn compile(dsl: Dsl, registry: &dyn Registry) -> Result<Canvas, CompileError> {
+    pub fn compile(mut dsl: Dsl, registry: &dyn Registry) -> Result<Canvas, CompileError> {
         if !dsl.components.contains_key(ENTRY_ID) {
             let found = dsl
                 .components
@@ -151,11 +151,23 @@ impl Canvas {
                 });
             }
         }
+        // The nodes take the parameters and routing lists over from the DSL rather than
+        // copying them (a canvas may hold thousands of components).
+        let owned: Vec<(Object, Vec<String>)> = dsl
+            .components
+            .values_mut()
+            .map(|d| {
+                (
+                    std::mem::take(&mut d.obj.params),
+                    std::mem::take(&mut d.downstream),
+                )
+            })
+            .collect();
         let mut nodes = IndexMap::with_capacity(dsl.components.len());
         let mut components = Vec::with_capacity(dsl.components.len());
-        for (id, def) in &dsl.components {
+        for ((id, def), (mut params, downstream)) in dsl.components.iter().zip(owned) {
             let name = &def.obj.component_name;
-            let component = registry.build(name, &def.obj.params).map_err(|e| match e {
+            let component = registry.build(name, &params).map_err(|e| match e {
                 BuildError::Unknown(_) => CompileError::UnknownComponent {
                     id: id.clone(),
                     name: name.clone(),
@@ -166,7 +178,7 @@ impl Canvas {
                     message,
                 },
             })?;
-            for t in &def.downstream {
+            for t in &downstream {
                 if !dsl.components.contains_key(t) {
                     return Err(CompileError::DanglingDownstream {
                         id: id.clone(),
@@ -183,7 +195,6 @@ impl Canvas {
                     });
                 }
             }
-            let mut params = def.obj.params.clone();
             let mut declared_inputs: Vec<String> = match params.get("inputs") {
                 Some(Value::Object(o)) => o.keys().cloned().collect(),
                 _ => Vec::new(),
@@ -211,11 +222,12 @@ impl Canvas {
                     name: dsl.graph_name(id),
                     role: component.role(),
                     params,
-                    downstream: def.downstream.clone(),
+                    downstream,
                     parent_id,
                     declared_inputs,
                     declared_outputs,
                     index: components.len(),
+                    text_refs: Default::default(),
                 },
             );
             components.push(component);

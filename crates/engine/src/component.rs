@@ -14,7 +14,7 @@ use super::graph::{Graph, Node};
 use super::refs::{self, RefElement, RefError};
 pub use super::role::{ContainerKind, Role};
 use super::services::Services;
-use super::state::RunState;
+use super::state::{RunState, set_key};
 use super::template;
 use canvas_llm::{ChatModel, LlmError, ModelSource};
 use canvas_pyrt::Object;
@@ -111,7 +111,9 @@ pub trait Component: Send + Sync {
 
     /// References used in the component's texts (`get_input_elements`), when its inputs
     /// are text references rather than declared `inputs`. They drive the
-    /// missing-upstream rule and the keys of `node_finished.inputs`.
+    /// missing-upstream rule and the keys of `node_finished.inputs`. They must depend
+    /// only on the component's parameters and the graph: the scheduler asks once per
+    /// canvas and keeps them.
     fn text_refs(&self, _cx: &NodeCx<'_>) -> Option<Vec<RefElement>> {
         None
     }
@@ -266,6 +268,12 @@ impl<'a> NodeCx<'a> {
         refs::resolve(&lock(&self.shared.state), exp)
     }
 
+    /// [`resolve`](Self::resolve), handing `f` the value without copying it when `exp`
+    /// names an output or a global directly. `f` runs with the run state locked.
+    pub fn resolve_with<R>(&self, exp: &str, f: impl FnOnce(&Value) -> R) -> Result<R, RefError> {
+        refs::resolve_with(&lock(&self.shared.state), exp, f)
+    }
+
     /// RAGFlow's `set_variable_value`.
     pub fn assign(&self, exp: &str, v: Value) -> Result<(), RefError> {
         refs::assign(&mut lock(&self.shared.state), exp, v)
@@ -279,6 +287,12 @@ impl<'a> NodeCx<'a> {
     /// Routine (b): `get_value_with_variable`.
     pub fn value_with_variable(&self, text: &str) -> Result<String, RefError> {
         template::value_with_variable(&lock(&self.shared.state), text)
+    }
+
+    /// This component's [`Component::text_refs`] when the scheduler has computed them
+    /// (it keeps them for the canvas's life), so a component reuses them.
+    pub fn known_text_refs(&self) -> Option<&'a [RefElement]> {
+        self.node.text_refs.get().and_then(Option::as_deref)
     }
 
     /// References of a text, Iteration aliases resolved for this component.
@@ -298,10 +312,11 @@ impl<'a> NodeCx<'a> {
 
     /// Record an input value (shown in `node_finished.inputs`).
     pub fn set_input(&self, name: &str, v: Value) {
-        lock(&self.shared.state)
-            .node_mut(&self.node.id)
-            .inputs
-            .insert(name.to_string(), v);
+        set_key(
+            &mut lock(&self.shared.state).node_mut(&self.node.id).inputs,
+            name,
+            v,
+        );
     }
 
     /// The enclosing Iteration/Loop, if any.
@@ -323,7 +338,13 @@ impl<'a> NodeCx<'a> {
 
     /// Set a pass counter.
     pub fn set_counter(&self, id: &str, v: i64) {
-        lock(&self.shared.state).counters.insert(id.to_string(), v);
+        let mut st = lock(&self.shared.state);
+        match st.counters.get_mut(id) {
+            Some(c) => *c = v,
+            None => {
+                st.counters.insert(id.to_string(), v);
+            }
+        }
     }
 
     /// Leave a stream plan to be drained after the batch.

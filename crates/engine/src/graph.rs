@@ -2,6 +2,8 @@
 //! inputs and outputs) and the queries the scheduler and components make of them. It
 //! holds no component instance, so a component's context can name it.
 
+use std::sync::OnceLock;
+
 use indexmap::IndexMap;
 use serde_json::{Value, json};
 
@@ -33,13 +35,16 @@ pub struct Node {
     pub declared_outputs: Vec<String>,
     /// Its component's place in the canvas (the scheduler finds the implementation by it).
     pub index: usize,
+    /// Its component's `text_refs`, once the scheduler asked for them.
+    pub(crate) text_refs: OnceLock<Option<Vec<RefElement>>>,
 }
 
 /// The nodes of a canvas and the DSL they were compiled from.
 pub struct Graph {
     /// Nodes in DSL order.
     pub nodes: IndexMap<String, Node>,
-    /// The DSL it was compiled from (globals, variables, extra keys).
+    /// The DSL it was compiled from (globals, variables, extra keys); each component's
+    /// `params` and `downstream` were moved into its [`Node`].
     pub dsl: Dsl,
 }
 
@@ -52,11 +57,16 @@ impl Graph {
     /// RAGFlow's resume test on a path's first id: it contains, case-insensitively, the
     /// class name of a form (`"userfillup"`), whatever that component is.
     pub fn names_a_form(&self, id: &str) -> bool {
-        let id = id.to_lowercase();
-        self.nodes
+        let mut forms = self
+            .nodes
             .values()
             .filter(|n| n.role == Role::Form)
-            .any(|n| id.contains(&n.class.to_lowercase()))
+            .peekable();
+        if forms.peek().is_none() {
+            return false;
+        }
+        let id = id.to_lowercase();
+        forms.any(|n| id.contains(&n.class.to_lowercase()))
     }
 
     /// The first item child of container `parent` (RAGFlow's `get_start`).
@@ -118,11 +128,22 @@ impl Graph {
     /// The state of a fresh run: RAGFlow's `Canvas.reset()` applied to this DSL.
     pub fn fresh_state(&self) -> RunState {
         let mut st = RunState::default();
-        let mut globals = self.dsl.globals.clone().unwrap_or_default();
-        for (k, v) in globals.iter_mut() {
-            if k.starts_with("sys.") {
-                *v = reset_by_type(v);
-            }
+        let decls = self.dsl.variables.as_object();
+        // Each value is copied once: `sys.*` reset by type, `env.*` from its
+        // declaration (the DSL's value of a conversation variable is not used).
+        let mut globals = Object::new();
+        for (k, v) in self.dsl.globals.iter().flatten() {
+            let v = if k.starts_with("sys.") {
+                reset_by_type(v)
+            } else if let Some(name) = k.strip_prefix("env.") {
+                decls
+                    .and_then(|d| d.get(name))
+                    .map(variable_default)
+                    .unwrap_or(json!(""))
+            } else {
+                v.clone()
+            };
+            globals.insert(k.clone(), v);
         }
         // Every sys key a run needs is back-filled (RAGFlow crashes without them).
         for (k, v) in [
@@ -133,20 +154,6 @@ impl Graph {
             ("sys.history", json!([])),
         ] {
             globals.entry(k.to_string()).or_insert(v);
-        }
-        let decls = self.dsl.variables.as_object();
-        let env_keys: Vec<String> = globals
-            .keys()
-            .filter(|k| k.starts_with("env."))
-            .cloned()
-            .collect();
-        for k in env_keys {
-            let name = &k["env.".len()..];
-            let v = decls
-                .and_then(|d| d.get(name))
-                .map(variable_default)
-                .unwrap_or(json!(""));
-            globals.insert(k, v);
         }
         // Declared conversation variables missing from globals are added (RAGFlow
         // would crash on the first reference to them).

@@ -61,11 +61,47 @@ pub fn resolve(state: &RunState, exp: &str) -> Result<Value, RefError> {
         Some((r, rest)) => (r, Some(rest)),
         None => (var, None),
     };
-    let v = state.output(cpn, root);
     Ok(match rest {
-        Some(rest) if !rest.is_empty() => walk_path(v, rest),
-        _ => v,
+        // Walked in place: only the value reached is copied, not the whole output.
+        Some(rest) if !rest.is_empty() => {
+            match state.nodes.get(cpn).and_then(|n| n.outputs.get(root)) {
+                Some(v) => walk_path_ref(v, rest),
+                None => walk_path(state.output(cpn, root), rest),
+            }
+        }
+        _ => state.output(cpn, root),
     })
+}
+
+/// [`walk_path`] on a borrowed value: it copies only the value reached, or, when a
+/// JSON string has to be parsed on the way, the rest of the walk from that string.
+fn walk_path_ref(mut cur: &Value, mut path: &str) -> Value {
+    loop {
+        if cur.is_string() {
+            return walk_path(cur.clone(), path);
+        }
+        let (key, tail) = match path.split_once('.') {
+            Some((k, t)) => (k, Some(t)),
+            None => (path, None),
+        };
+        let next = match cur {
+            Value::Object(o) => o.get(key),
+            Value::Array(a) => py_int(key).and_then(|i| {
+                let len = a.len() as i64;
+                let idx = if i < 0 { len + i } else { i };
+                usize::try_from(idx).ok().and_then(|i| a.get(i))
+            }),
+            _ => None,
+        };
+        match (next, tail) {
+            (None, _) => return Value::Null,
+            (Some(v), None) => return v.clone(),
+            (Some(v), Some(t)) => {
+                cur = v;
+                path = t;
+            }
+        }
+    }
 }
 
 /// [`resolve`], handing `f` the value without copying it when `exp` names an output or
@@ -117,15 +153,19 @@ pub fn walk_path(mut cur: Value, path: &str) -> Value {
 
 /// Python `int(str)` for the cases a path index can take.
 fn py_int(s: &str) -> Option<i64> {
-    let t = s.trim().replace('_', "");
-    t.parse::<i64>().ok()
+    let t = s.trim();
+    if t.contains('_') {
+        t.replace('_', "").parse::<i64>().ok()
+    } else {
+        t.parse::<i64>().ok()
+    }
 }
 
 /// RAGFlow's `set_variable_value`: globals, outputs, and dotted paths (creating dicts).
 pub fn assign(state: &mut RunState, exp: &str, value: Value) -> Result<(), RefError> {
     let exp = strip_ref(exp);
     let Some((cpn, var)) = exp.split_once('@') else {
-        state.globals.insert(exp.to_string(), value);
+        super::state::set_key(&mut state.globals, exp, value);
         return Ok(());
     };
     if !state.has_node(cpn) {
@@ -175,6 +215,14 @@ pub fn is_ref(state: &RunState, exp: &str) -> bool {
     BARE_CPN_REF.is_match(s) && s.split_once('@').is_some_and(|(c, _)| state.has_node(c))
 }
 
+/// The group of a [`REF_RE`], [`REF_RE_CASED`] or [`ALIAS_RE`] match, taken from the
+/// whole match: `{* *{GROUP} *}*` where the group holds no brace nor space. `find`
+/// needs no capture slots, which `captures` allocates on every call.
+pub fn braced(whole: &str) -> &str {
+    let inner = whole.trim_start_matches(['{', ' ']);
+    inner.split_once('}').map_or(inner, |(g, _)| g)
+}
+
 /// One reference found in a text (`get_input_elements_from_text`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RefElement {
@@ -191,11 +239,12 @@ pub struct RefElement {
 /// Iteration.
 pub fn collect(text: &str, alias: &dyn Fn(&str) -> Option<String>) -> Vec<RefElement> {
     let mut out: Vec<RefElement> = Vec::new();
-    for cap in REF_RE.captures_iter(text) {
-        let exp = cap[1].to_string();
+    for m in REF_RE.find_iter(text) {
+        let exp = braced(m.as_str());
         if out.iter().any(|e| e.exp == exp) {
             continue;
         }
+        let exp = exp.to_string();
         let cpn_id = exp
             .split_once('@')
             .map(|(c, _)| c.to_string())
@@ -206,8 +255,8 @@ pub fn collect(text: &str, alias: &dyn Fn(&str) -> Option<String>) -> Vec<RefEle
             cpn_id,
         });
     }
-    for cap in ALIAS_RE.captures_iter(text) {
-        let raw = &cap[1];
+    for m in ALIAS_RE.find_iter(text) {
+        let raw = braced(m.as_str());
         let Some(exp) = alias(raw) else { continue };
         if out.iter().any(|e| e.exp == exp) {
             continue;
@@ -255,6 +304,13 @@ mod tests {
         assert_eq!(resolve(&s, "begin@nope").unwrap(), json!(""));
         assert_eq!(resolve(&s, "begin@none").unwrap(), Value::Null);
         assert_eq!(resolve(&s, "begin@obj.zz.1").unwrap(), Value::Null);
+        assert_eq!(resolve(&s, "begin@lst.-1.k").unwrap(), json!(2));
+        assert_eq!(resolve(&s, "begin@lst.1_0").unwrap(), Value::Null);
+        assert_eq!(resolve(&s, "begin@lst.-4").unwrap(), Value::Null);
+        assert_eq!(resolve(&s, "begin@obj.a.b.x").unwrap(), Value::Null);
+        assert_eq!(resolve(&s, "begin@obj.a.").unwrap(), Value::Null);
+        assert_eq!(resolve(&s, "begin@lst.1.0").unwrap(), Value::Null);
+        assert_eq!(resolve(&s, "begin@none.a").unwrap(), Value::Null);
         assert_eq!(
             resolve(&s, "env.foo"),
             Err(RefError::UnknownGlobal("env.foo".into()))
@@ -263,6 +319,29 @@ mod tests {
             resolve(&s, "Nope:X@y").unwrap_err().py_message(),
             "Can't find variable: 'Nope:X@y'"
         );
+    }
+
+    #[test]
+    fn walking_in_place_matches_walking_a_copy() {
+        let v = json!({"a": {"b": [10, "{\"c\": [1, 2]}", {"d": null}]}, "s": "[3, 4]"});
+        for p in [
+            "a",
+            "a.b",
+            "a.b.0",
+            "a.b.-1.d",
+            "a.b.1.c.1",
+            "a.b.1.c.-3",
+            "s.1",
+            "s.x",
+            "a.b.9",
+            "a.b.1_0",
+            "a..b",
+            "",
+            "a.b.0.x",
+            "a.b. 1",
+        ] {
+            assert_eq!(walk_path_ref(&v, p), walk_path(v.clone(), p), "{p}");
+        }
     }
 
     #[test]
@@ -292,6 +371,23 @@ mod tests {
         assert_eq!(m.as_str(), "{ {begin@obj} }");
         assert!(REF_RE.is_match("{SYS.query}"));
         assert!(!REF_RE_CASED.is_match("{SYS.query}"));
+    }
+
+    #[test]
+    fn braced_is_the_first_group() {
+        for text in [
+            "a {x@y} b",
+            "{ {Begin:A@obj.k-1} } ",
+            "{{ {sys.query}}}",
+            "{ITEM}",
+        ] {
+            for re in [&*REF_RE, &*REF_RE_CASED, &*ALIAS_RE] {
+                for cap in re.captures_iter(text) {
+                    let whole = cap.get(0).map(|m| m.as_str()).unwrap_or_default();
+                    assert_eq!(braced(whole), &cap[1]);
+                }
+            }
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::events::{
     Event, EventKind, EventSink, MessageChunk, NodeFinished, NodeStarted, WorkflowFinished,
 };
 use super::graph::Node;
-use super::refs;
+use super::refs::{self, RefElement};
 use super::services::Services;
 use super::state::{Cursor, RunState};
 use super::stop::{StopReason, StopSignal};
@@ -145,9 +145,9 @@ pub fn now_f64() -> f64 {
 
 struct Emitter<'s> {
     sink: &'s mut dyn EventSink,
-    message_id: String,
-    created_at: i64,
-    task_id: String,
+    /// The envelope every event is sent in: only its `kind` changes from one event to
+    /// the next, so the turn's ids are not copied into each event.
+    ev: Event,
     /// When the first `node_finished` not yet checkpointed was emitted.
     unsaved: Option<std::time::Instant>,
 }
@@ -165,13 +165,11 @@ impl Emitter<'_> {
         if matches!(kind, EventKind::NodeFinished(_)) && self.unsaved.is_none() {
             self.unsaved = Some(std::time::Instant::now());
         }
-        let ev = Event {
-            kind,
-            message_id: self.message_id.clone(),
-            created_at: self.created_at,
-            task_id: self.task_id.clone(),
-        };
-        self.sink.emit(&ev)
+        self.ev.kind = kind;
+        let res = self.sink.emit(&self.ev);
+        // The payload is not kept until the next event (an empty map owns no memory).
+        self.ev.kind = EventKind::MessageEnd(Object::new());
+        res
     }
 }
 
@@ -206,9 +204,12 @@ pub async fn run_turn(
     let created = now_f64() as i64;
     let mut em = Emitter {
         sink,
-        message_id: format!("{:032x}", ulid::Ulid::new().0),
-        created_at: created,
-        task_id: cfg.run_id.clone(),
+        ev: Event {
+            kind: EventKind::MessageEnd(Object::new()),
+            message_id: format!("{:032x}", ulid::Ulid::new().0),
+            created_at: created,
+            task_id: cfg.run_id.clone(),
+        },
         unsaved: None,
     };
     let mut turn = Turn {
@@ -252,6 +253,23 @@ impl<'a> Turn<'a> {
         }
     }
 
+    /// The component's [`text_refs`](super::component::Component::text_refs), computed
+    /// once per canvas: they depend only on its parameters and the graph.
+    fn text_refs(&self, node: &'a Node) -> Option<&'a [RefElement]> {
+        node.text_refs
+            .get_or_init(|| {
+                let cx = self.cx(node, Object::new());
+                self.canvas.component(node).text_refs(&cx)
+            })
+            .as_deref()
+    }
+
+    /// The node at `path[i]`, looked up without copying its id out of the path.
+    fn node_at(&self, i: usize) -> Result<&'a Node, RunError> {
+        let st = lock(&self.shared.state);
+        self.node(&st.path[i])
+    }
+
     fn node(&self, id: &str) -> Result<&'a Node, RunError> {
         self.canvas.node(id).ok_or_else(|| {
             crash(
@@ -267,8 +285,8 @@ impl<'a> Turn<'a> {
             Some(c) => c,
             None => self.begin(em)?,
         };
-        em.message_id = cur.message_id.clone();
-        em.created_at = cur.started as i64;
+        em.ev.message_id.clone_from(&cur.message_id);
+        em.ev.created_at = cur.started as i64;
         self.error = cur.error.clone();
         self.partials = cur.partials.clone();
         self.prepare_streams().await?;
@@ -288,14 +306,13 @@ impl<'a> Turn<'a> {
                         self.save(&cur, em)?;
                     }
                     for i in cur.idx..to {
-                        let id = lock(&self.shared.state).path[i].clone();
-                        let node = self.node(&id)?;
+                        let node = self.node_at(i)?;
                         let cx = self.cx(node, Object::new());
                         let thoughts = self.canvas.component(node).thoughts(&cx);
                         em.emit(EventKind::NodeStarted(NodeStarted {
                             inputs: Value::Null,
                             created_at: now_f64() as i64,
-                            component_id: id.clone(),
+                            component_id: node.id.clone(),
                             component_name: node.name.clone(),
                             component_type: node.class.clone(),
                             thoughts,
@@ -377,7 +394,7 @@ impl<'a> Turn<'a> {
                 st.path.len() - 1
             };
             let cur = Cursor {
-                message_id: em.message_id.clone(),
+                message_id: em.ev.message_id.clone(),
                 started,
                 query: self.cfg.query.clone(),
                 inputs: self.cfg.inputs.clone(),
@@ -402,9 +419,8 @@ impl<'a> Turn<'a> {
     /// finished, and preparing has no effect beyond their own outputs).
     async fn prepare_again(&self, from: usize, to: usize) -> Result<(), RunError> {
         for i in from..to {
-            let id = lock(&self.shared.state).path[i].clone();
-            let node = self.node(&id)?;
-            if node.role == Role::Streamer && !lock(&self.shared.deferred).contains_key(&id) {
+            let node = self.node_at(i)?;
+            if node.role == Role::Streamer && !lock(&self.shared.deferred).contains_key(&node.id) {
                 let kwargs = self.declared_kwargs(node)?;
                 self.invoke_one(node, kwargs).await?;
             }
@@ -488,8 +504,8 @@ impl<'a> Turn<'a> {
         idx: usize,
         em: &mut Emitter<'_>,
     ) -> Result<Option<Value>, RunError> {
-        let tail: Vec<String> = lock(&self.shared.state).path[idx..].to_vec();
-        let forms: Vec<&'a Node> = tail
+        // Looked for in place: the tail is copied only when it holds a form.
+        let forms: Vec<&'a Node> = lock(&self.shared.state).path[idx..]
             .iter()
             .filter_map(|id| self.canvas.node(id))
             .filter(|n| n.role == Role::Form)
@@ -497,6 +513,7 @@ impl<'a> Turn<'a> {
         if forms.is_empty() {
             return Ok(None);
         }
+        let tail: Vec<String> = lock(&self.shared.state).path[idx..].to_vec();
         let mut pending: Vec<String> = forms.iter().map(|n| n.id.clone()).collect();
         pending.extend(
             tail.iter()
@@ -565,28 +582,31 @@ impl<'a> Turn<'a> {
 
     /// RAGFlow's `_run_batch(f, t)`: schedule, drop, and invoke one batch.
     async fn run_batch(&self, f: usize, t: usize) -> Result<(), RunError> {
-        let mut tasks: Vec<(&'a Node, Object)> = Vec::new();
+        // Most batches hold one component: the first is kept apart, so such a batch
+        // needs no list and runs without the join machinery.
+        let mut first: Option<(&'a Node, Object)> = None;
+        let mut rest: Vec<(&'a Node, Object)> = Vec::new();
         let mut i = f;
         let mut t = t;
         while i < t {
-            let id = lock(&self.shared.state).path[i].clone();
-            let node = self.node(&id)?;
+            let node = self.node_at(i)?;
             let kwargs = match node.role {
                 Role::Entry | Role::Form => Object::new(),
                 _ => {
-                    let cx = self.cx(node, Object::new());
-                    if let Some(elements) = self.canvas.component(node).text_refs(&cx) {
+                    if let Some(elements) = self.text_refs(node) {
                         let mut st = lock(&self.shared.state);
                         // RAGFlow evaluates every reference here: unknown ones crash.
-                        for e in &elements {
-                            refs::resolve(&st, &e.exp)
-                                .map_err(|err| crash(&id, err.to_string()))?;
+                        for e in elements {
+                            refs::resolve_with(&st, &e.exp, |_| ())
+                                .map_err(|err| crash(&node.id, err.to_string()))?;
                         }
-                        let resumed = st.path.first().is_some_and(|p| self.canvas.names_a_form(p));
-                        let missing = !resumed
-                            && elements
-                                .iter()
-                                .any(|e| !e.cpn_id.is_empty() && !st.path[..i].contains(&e.cpn_id));
+                        // The path is searched from its end, where an upstream
+                        // component usually is; the resume test only when it matters.
+                        let missing =
+                            elements.iter().any(|e| {
+                                !e.cpn_id.is_empty()
+                                    && !st.path[..i].iter().rev().any(|p| *p == e.cpn_id)
+                            }) && !st.path.first().is_some_and(|p| self.canvas.names_a_form(p));
                         if missing {
                             st.path.remove(i);
                             t -= 1;
@@ -596,11 +616,21 @@ impl<'a> Turn<'a> {
                     self.declared_kwargs(node)?
                 }
             };
-            tasks.push((node, kwargs));
+            if first.is_none() {
+                first = Some((node, kwargs));
+            } else {
+                rest.push((node, kwargs));
+            }
             i += 1;
         }
+        let Some(first) = first else {
+            return Ok(());
+        };
+        if rest.is_empty() {
+            return self.invoke_one(first.0, first.1).await;
+        }
         let sem = tokio::sync::Semaphore::new(self.cfg.max_parallel.max(1));
-        let futs = tasks.into_iter().map(|(node, kwargs)| {
+        let futs = std::iter::once(first).chain(rest).map(|(node, kwargs)| {
             let sem = &sem;
             async move {
                 let _permit = sem.acquire().await;
@@ -667,14 +697,14 @@ impl<'a> Turn<'a> {
     /// Post-process `path[i]` (`engine.md` §4.4): message streaming, error routes,
     /// `node_finished`, routing.
     async fn post_process(&mut self, i: usize, em: &mut Emitter<'_>) -> Result<(), RunError> {
-        let id = lock(&self.shared.state).path[i].clone();
-        let node = self.node(&id)?;
+        let node = self.node_at(i)?;
+        let id = &node.id;
         if node.role == Role::Streamer {
             self.stream_message(node, em).await?;
         }
         let mut other_branch = false;
         let err = lock(&self.shared.state)
-            .error_of(&id)
+            .error_of(id)
             .filter(|e| !e.is_empty());
         if let Some(err) = err {
             let method = node
@@ -716,16 +746,16 @@ impl<'a> Turn<'a> {
             }
         }
         if !matches!(node.role, Role::Container(_)) {
-            let streaming = lock(&self.shared.streams).contains_key(&id);
+            let streaming = lock(&self.shared.streams).contains_key(id);
             if streaming && self.error.is_none() {
                 // Finished after the Message that drains it (RAGFlow's partials).
                 self.partials.push(id.clone());
             } else {
                 if streaming {
-                    lock(&self.shared.streams).remove(&id);
+                    lock(&self.shared.streams).remove(id);
                     let mut st = lock(&self.shared.state);
-                    st.streaming.remove(&id);
-                    st.set_output(&id, "content", Value::Null);
+                    st.streaming.remove(id);
+                    st.set_output(id, "content", Value::Null);
                 }
                 em.emit(EventKind::NodeFinished(self.finished(node)))?;
             }
@@ -844,9 +874,8 @@ impl<'a> Turn<'a> {
         data
     }
 
-    fn finished(&self, node: &Node) -> NodeFinished {
-        let cx = self.cx(node, Object::new());
-        let refs = self.canvas.component(node).text_refs(&cx);
+    fn finished(&self, node: &'a Node) -> NodeFinished {
+        let refs = self.text_refs(node);
         let st = lock(&self.shared.state);
         let ns = st.nodes.get(&node.id);
         let recorded = ns.map(|n| &n.inputs);
@@ -860,8 +889,7 @@ impl<'a> Turn<'a> {
         match refs {
             Some(elements) => {
                 for e in elements {
-                    let v = get(&e.exp);
-                    inputs.insert(e.exp, v);
+                    inputs.insert(e.exp.clone(), get(&e.exp));
                 }
             }
             None => {
@@ -897,14 +925,15 @@ impl<'a> Turn<'a> {
 
     /// Routing after a component (`engine.md` §4.4 step 4).
     fn route(&self, node: &'a Node, em: &mut Emitter<'_>) -> Result<(), RunError> {
-        let extend = |ids: &[String]| {
+        let extend = |ids: &mut dyn Iterator<Item = &str>| {
             let mut st = lock(&self.shared.state);
             for x in ids {
-                if st.path.last() != Some(x) {
-                    st.path.push(x.clone());
+                if st.path.last().map(String::as_str) != Some(x) {
+                    st.path.push(x.to_string());
                 }
             }
         };
+        let all = |ids: &'a [String]| ids.iter().map(String::as_str);
         match node.role {
             Role::ContainerItem => {
                 let cx = self.cx(node, Object::new());
@@ -920,7 +949,7 @@ impl<'a> Turn<'a> {
                         .ok_or_else(|| crash(&node.id, "it has no parent Iteration/Loop"))?;
                     let parent = self.node(parent_id)?;
                     em.emit(EventKind::NodeFinished(self.finished(parent)))?;
-                    extend(&parent.downstream);
+                    extend(&mut all(&parent.downstream));
                     return Ok(());
                 }
             }
@@ -934,7 +963,7 @@ impl<'a> Turn<'a> {
                             .collect()
                     })
                     .unwrap_or_default();
-                extend(&ids);
+                extend(&mut ids.iter().map(String::as_str));
                 return Ok(());
             }
             Role::Container(_) => {
@@ -944,13 +973,13 @@ impl<'a> Turn<'a> {
                         "it has no IterationItem/LoopItem child to start from",
                     )
                 })?;
-                extend(&[start.to_string()]);
+                extend(&mut std::iter::once(start));
                 return Ok(());
             }
             Role::LoopBreak => {
                 if let Some(p) = node.parent_id.as_deref().and_then(|p| self.canvas.node(p)) {
                     if p.role == Role::Container(ContainerKind::Breakable) {
-                        extend(&p.downstream);
+                        extend(&mut all(&p.downstream));
                         return Ok(());
                     }
                 }
@@ -960,12 +989,12 @@ impl<'a> Turn<'a> {
         if node.downstream.is_empty() {
             if let Some(p) = node.parent_id.as_deref() {
                 if let Some(start) = self.canvas.start_of(p) {
-                    extend(&[start.to_string()]);
+                    extend(&mut std::iter::once(start));
                 }
                 return Ok(());
             }
         }
-        extend(&node.downstream);
+        extend(&mut all(&node.downstream));
         Ok(())
     }
 

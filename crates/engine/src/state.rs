@@ -72,22 +72,30 @@ impl UsageBook {
 /// [`RunState::node_mut`] (and the setters built on it) are recorded; a set that says
 /// more than what changed is harmless. It takes no part in equality.
 #[derive(Debug, Clone, Default)]
-pub struct Touched(HashSet<String>);
+pub struct Touched {
+    ids: HashSet<String>,
+    /// Strings of ids forgotten at the last checkpoint, reused for the next marks so
+    /// marking the same components again copies no id into a new allocation.
+    spare: Vec<String>,
+}
 
 impl Touched {
     /// The recorded ids.
     pub fn ids(&self) -> impl Iterator<Item = &String> {
-        self.0.iter()
+        self.ids.iter()
     }
 
     /// Forget them (after a checkpoint).
     pub fn clear(&mut self) {
-        self.0.clear();
+        self.spare.extend(self.ids.drain());
     }
 
     fn mark(&mut self, id: &str) {
-        if !self.0.contains(id) {
-            self.0.insert(id.to_string());
+        if !self.ids.contains(id) {
+            let mut s = self.spare.pop().unwrap_or_default();
+            s.clear();
+            s.push_str(id);
+            self.ids.insert(s);
         }
     }
 }
@@ -95,6 +103,17 @@ impl Touched {
 impl PartialEq for Touched {
     fn eq(&self, _: &Self) -> bool {
         true
+    }
+}
+
+/// `map[name] = v`: an existing key keeps its place and is not copied again (this runs
+/// for every output and input a component sets).
+pub fn set_key(map: &mut Object, name: &str, v: Value) {
+    match map.get_mut(name) {
+        Some(slot) => *slot = v,
+        None => {
+            map.insert(name.to_string(), v);
+        }
     }
 }
 
@@ -142,13 +161,17 @@ impl RunState {
 
     /// RAGFlow's `set_output`: creates the key at the end when new.
     pub fn set_output(&mut self, cpn: &str, name: &str, v: Value) {
-        self.node_mut(cpn).outputs.insert(name.to_string(), v);
+        set_key(&mut self.node_mut(cpn).outputs, name, v);
     }
 
     /// A component's state for changing (created when missing); recorded as touched.
     pub fn node_mut(&mut self, cpn: &str) -> &mut NodeState {
         self.touched.mark(cpn);
-        self.nodes.entry(cpn.to_string()).or_default()
+        // Looked up before `entry`, which would copy the id on every call.
+        if !self.nodes.contains_key(cpn) {
+            self.nodes.insert(cpn.to_string(), NodeState::default());
+        }
+        self.nodes.get_mut(cpn).expect("inserted above")
     }
 
     /// The `_ERROR` output of a component, when set to a non-null value.

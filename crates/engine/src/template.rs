@@ -7,7 +7,7 @@ use minijinja::{Environment, UndefinedBehavior};
 use regex::Regex;
 use serde_json::Value;
 
-use super::refs::{REF_RE, REF_RE_CASED, RefError, resolve};
+use super::refs::{REF_RE, REF_RE_CASED, RefError, braced, resolve_with};
 use super::state::RunState;
 use canvas_pyrt::{py_json, py_str};
 
@@ -16,10 +16,13 @@ use canvas_pyrt::{py_json, py_str};
 pub fn value_with_variable(state: &RunState, text: &str) -> Result<String, RefError> {
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
-    for cap in REF_RE.captures_iter(text) {
-        let m = cap.get(0).expect("group 0 always exists");
+    for m in REF_RE.find_iter(text) {
         out.push_str(&text[last..m.start()]);
-        out.push_str(&plain_text(&resolve(state, &cap[1])?));
+        resolve_with(state, braced(m.as_str()), |v| match v {
+            Value::Null => {}
+            Value::String(s) => out.push_str(s),
+            other => out.push_str(&py_json(other)),
+        })?;
         last = m.end();
     }
     out.push_str(&text[last..]);
@@ -55,9 +58,13 @@ pub fn string_format(text: &str, kv: &[(String, Value)]) -> String {
 
 /// `re.sub("[@:.]", "_", exp)`: the Jinja variable name standing for a reference.
 pub fn identifier(exp: &str) -> String {
-    exp.chars()
-        .map(|c| if matches!(c, '@' | ':' | '.') { '_' } else { c })
-        .collect()
+    // Sized once: collecting chars would grow the string several times.
+    let mut id = String::with_capacity(exp.len());
+    id.extend(
+        exp.chars()
+            .map(|c| if matches!(c, '@' | ':' | '.') { '_' } else { c }),
+    );
+    id
 }
 
 static JINJA_BLOCK: LazyLock<Regex> =
@@ -79,20 +86,26 @@ static JINJA: LazyLock<Environment<'static>> = LazyLock::new(|| {
 
 /// Render a text with Jinja; variables are the reference identifiers with their text.
 pub fn render_jinja(text: &str, vars: &[(String, String)]) -> Result<String, String> {
+    render_pairs(text, vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
+fn render_pairs<'v>(
+    text: &str,
+    vars: impl Iterator<Item = (&'v str, &'v str)>,
+) -> Result<String, String> {
     let ctx: serde_json::Map<String, Value> = vars
-        .iter()
-        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
         .collect();
     JINJA.render_str(text, ctx).map_err(|e| e.to_string())
 }
 
 /// One reference of a merge, with the text its value renders as.
 #[derive(Debug, Clone)]
-pub struct MergeRef {
+pub struct MergeRef<'r> {
     /// The expression as written inside the braces.
-    pub raw: String,
+    pub raw: &'r str,
     /// The resolved expression (aliases expanded).
-    pub exp: String,
+    pub exp: &'r str,
     /// The value as text.
     pub text: String,
 }
@@ -107,31 +120,58 @@ pub enum JinjaMode {
 }
 
 /// Routine (d), steps 2–4: references → identifiers, Jinja, identifiers → values.
-pub fn merge(template: &str, refs: &[MergeRef], mode: JinjaMode) -> String {
+pub fn merge(template: &str, refs: &[MergeRef<'_>], mode: JinjaMode) -> String {
     let mut text = template.to_string();
-    let mut vars = Vec::with_capacity(refs.len());
-    for r in refs {
-        let id = identifier(&r.exp);
-        text = text.replace(&format!("{{{}}}", r.raw), &id);
-        vars.push((id, r.text.clone()));
+    let ids: Vec<String> = refs.iter().map(|r| identifier(r.exp)).collect();
+    // The replacements go back and forth between two buffers, and one buffer serves
+    // every `{raw}`: a merge runs on every pass of a loop.
+    let mut spare = String::new();
+    let mut needle = String::new();
+    for (r, id) in refs.iter().zip(&ids) {
+        needle.clear();
+        needle.push('{');
+        needle.push_str(r.raw);
+        needle.push('}');
+        replace_in(&mut text, &mut spare, &needle, id);
     }
     let render = match mode {
         JinjaMode::Always => true,
         JinjaMode::WhenMarked => has_jinja(&text),
     };
     if render {
-        if let Ok(t) = render_jinja(&text, &vars) {
+        let vars = ids
+            .iter()
+            .zip(refs)
+            .map(|(id, r)| (id.as_str(), r.text.as_str()));
+        if let Ok(t) = render_pairs(&text, vars) {
             text = t;
         }
     }
     // RAGFlow uses each identifier as a regex and the value as a replacement template;
     // a plain replace gives the same text without the crash on `\d` (differences.md).
-    for (id, value) in &vars {
-        if text.contains(id.as_str()) {
-            text = text.replace(id.as_str(), value);
-        }
+    for (id, r) in ids.iter().zip(refs) {
+        replace_in(&mut text, &mut spare, id, &r.text);
     }
     text
+}
+
+/// `*text = text.replace(from, to)`, building the result in `spare` (kept for the next
+/// call) and copying nothing when `from` does not occur.
+fn replace_in(text: &mut String, spare: &mut String, from: &str, to: &str) {
+    let mut found = text.match_indices(from).peekable();
+    if found.peek().is_none() {
+        return;
+    }
+    spare.clear();
+    spare.reserve(text.len() + to.len());
+    let mut last = 0;
+    for (at, _) in found {
+        spare.push_str(&text[last..at]);
+        spare.push_str(to);
+        last = at + from.len();
+    }
+    spare.push_str(&text[last..]);
+    std::mem::swap(text, spare);
 }
 
 /// A piece of a streamed template: literal text, or a reference (routine (a)).
@@ -147,12 +187,11 @@ pub enum Piece {
 pub fn stream_pieces(text: &str) -> Vec<Piece> {
     let mut out = Vec::new();
     let mut last = 0;
-    for cap in REF_RE_CASED.captures_iter(text) {
-        let m = cap.get(0).expect("group 0 always exists");
+    for m in REF_RE_CASED.find_iter(text) {
         if m.start() > last {
             out.push(Piece::Text(text[last..m.start()].to_string()));
         }
-        out.push(Piece::Ref(cap[1].to_string()));
+        out.push(Piece::Ref(braced(m.as_str()).to_string()));
         last = m.end();
     }
     if last < text.len() {
@@ -204,13 +243,13 @@ mod tests {
         // engine.md §9 item 48 and 49.
         let refs = vec![
             MergeRef {
-                raw: "begin@l".into(),
-                exp: "begin@l".into(),
+                raw: "begin@l",
+                exp: "begin@l",
                 text: "a-1-{'k': 'v'}".into(),
             },
             MergeRef {
-                raw: "sys.query".into(),
-                exp: "sys.query".into(),
+                raw: "sys.query",
+                exp: "sys.query",
                 text: "hello".into(),
             },
         ];
@@ -219,8 +258,8 @@ mod tests {
             "a-1-{'k': 'v'} | hello!"
         );
         let refs = vec![MergeRef {
-            raw: "begin@l".into(),
-            exp: "begin@l".into(),
+            raw: "begin@l",
+            exp: "begin@l",
             text: "ab-c".into(),
         }];
         assert_eq!(

@@ -54,15 +54,19 @@ pub fn py_float(f: f64) -> String {
     }
 }
 
-/// An int or float as Python prints it (ints exactly, floats by [`py_float`]).
-pub(crate) fn py_number(n: &Number) -> String {
-    if let Some(i) = n.as_i64() {
-        i.to_string()
+/// An int or float as Python prints it (ints exactly, floats by [`py_float`]), written
+/// at the end of `out`: an int needs no string of its own.
+pub(crate) fn write_py_number(n: &Number, out: &mut String) {
+    use std::fmt::Write;
+    // Writing into a String cannot fail.
+    let _ = if let Some(i) = n.as_i64() {
+        write!(out, "{i}")
     } else if let Some(u) = n.as_u64() {
-        u.to_string()
+        write!(out, "{u}")
     } else {
-        py_float(n.as_f64().unwrap_or(0.0))
-    }
+        out.push_str(&py_float(n.as_f64().unwrap_or(0.0)));
+        Ok(())
+    };
 }
 
 /// Python `float(x)` for a JSON value: numbers, bools, and strings Python would parse

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::float::py_number;
+use crate::float::write_py_number;
 
 /// `json.dumps(v, ensure_ascii=False)`: separators `", "` and `": "`.
 pub fn py_json(v: &Value) -> String {
@@ -15,7 +15,7 @@ fn write_json(v: &Value, out: &mut String) {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&py_number(n)),
+        Value::Number(n) => write_py_number(n, out),
         Value::String(s) => write_json_str(s, out),
         Value::Array(a) => {
             out.push('[');

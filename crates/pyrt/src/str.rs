@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::float::py_number;
+use crate::float::write_py_number;
 
 /// Python `str(v)`: strings as they are, `None`, `True`, `1.0`, `['a', 1]`, `{'k': 1}`.
 pub fn py_str(v: &Value) -> String {
@@ -23,7 +23,7 @@ fn write_repr(v: &Value, out: &mut String) {
     match v {
         Value::Null => out.push_str("None"),
         Value::Bool(b) => out.push_str(if *b { "True" } else { "False" }),
-        Value::Number(n) => out.push_str(&py_number(n)),
+        Value::Number(n) => write_py_number(n, out),
         Value::String(s) => out.push_str(&py_repr_str(s)),
         Value::Array(a) => {
             out.push('[');
