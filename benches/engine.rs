@@ -380,7 +380,9 @@ fn stream_bench(rt: &tokio::runtime::Runtime, compile: &dyn Fn(&str, Value) -> C
     use futures::StreamExt;
     use std::sync::Arc;
 
-    let answer = "tok ".repeat(CHUNKS);
+    // Distinct words: a chunk that repeats the text so far is dropped, as in RAGFlow
+    // (`think.rs`), so "tok tok tok …" would stream two chunks.
+    let answer: String = (0..CHUNKS).map(|i| format!("w{i} ")).collect();
     let script = MockScript::parse(
         &serde_json::json!({"default": answer.trim_end(), "chunk": "word"}).to_string(),
         "bench.json",

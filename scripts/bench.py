@@ -6,8 +6,11 @@ usage: scripts/bench.py [--bin PATH] [--runs N] [--warmup N] [--cases DIR] [--on
 Each case runs as a user runs it (the contract of ../shared/conformance/run.py):
   canvas run canvas.json -q QUERY --inputs INPUTS.json --mock-llm LLM.json
          --format jsonl --non-interactive --store STORE
-with a fresh SQLite store on disk for every run (under target/bench-tmp/, kept afterwards so
-the printed commands can be rerun). Wall time is taken around spawn..exit, peak RSS from
+with one SQLite store on disk per case (under target/bench-tmp/, kept afterwards so the
+printed commands can be rerun): created by the warm-up run, then used by every counted run,
+as a user's store is; `--fresh-store` deletes it before every run instead (the cost of
+creating the file and its schema included). The store's bytes per stored event are
+reported. Wall time is taken around spawn..exit, peak RSS from
 wait4(). Two baselines run the same way: `base_message` (Begin -> Message, the fixed cost of
 a process) and `perf_e_1chunk` (perf_e answering one word, to get the cost per chunk).
 Without --bin, `cargo build --release --locked -q` builds target/release/canvas first.
@@ -45,6 +48,8 @@ def parse_args():
     ap.add_argument("--cases", default=DEFAULT_CASES, help="bench directory")
     ap.add_argument("--only", help="regex on case names")
     ap.add_argument("--json", action="store_true", help="machine-readable results")
+    ap.add_argument("--fresh-store", action="store_true",
+                    help="delete the store before every run (default: one store per case)")
     a = ap.parse_args()
     if a.runs < 5:
         ap.error("--runs must be at least 5")
@@ -154,13 +159,31 @@ def rss_floor(spawner):
     return spawner.run([true], WORK, os.devnull, os.devnull)["rss_kib"] / 1024
 
 
-def run_once(spawner, binary, args, d):
-    """One process run: fresh store, stdout/stderr to files. Returns a dict of measures."""
+def remove_store(d):
+    """Delete the case's store and its side files."""
     for suffix in ("", "-wal", "-shm"):
         try:
             os.remove(os.path.join(d, "store.db" + suffix))
         except FileNotFoundError:
             pass
+
+
+def store_bytes(d):
+    """The case's store file plus its write-ahead log, in bytes."""
+    total = 0
+    for suffix in ("", "-wal"):
+        try:
+            total += os.path.getsize(os.path.join(d, "store.db" + suffix))
+        except OSError:
+            pass
+    return total
+
+
+def run_once(spawner, binary, args, d, fresh):
+    """One process run (a fresh store first when `fresh`), stdout/stderr to files.
+    Returns a dict of measures."""
+    if fresh:
+        remove_store(d)
     out_path, err_path = os.path.join(d, "out.jsonl"), os.path.join(d, "err.txt")
     m = spawner.run([binary] + args, d, out_path, err_path)
     with open(out_path, "rb") as f:
@@ -182,11 +205,13 @@ def run_once(spawner, binary, args, d):
             "counts": counts, "stderr": stderr}
 
 
-def bench(spawner, name, binary, args, d, runs, warmup, expected_events, errors):
+def bench(spawner, name, binary, args, d, runs, warmup, expected_events, errors, fresh):
     """Warm-up plus counted runs of one bench; every run is checked. Returns the summary."""
-    walls, rss, last = [], [], None
+    walls, rss, last, stored = [], [], None, 0
+    remove_store(d)
     for i in range(warmup + runs):
-        r = run_once(spawner, binary, args, d)
+        r = run_once(spawner, binary, args, d, fresh)
+        stored = r["events"] if fresh else stored + r["events"]
         why = None
         if r["code"] != 0:
             why = f"exit {r['code']}"
@@ -206,7 +231,9 @@ def bench(spawner, name, binary, args, d, runs, warmup, expected_events, errors)
             "rss_mib_max": max(rss), "events": last["events"], "bytes": last["bytes"],
             "lines": last["lines"], "nodes": last["counts"].get("node_finished", 0),
             "messages": last["counts"].get("message", 0),
-            "command": shlex.join([binary] + args), "cwd": d}
+            "command": shlex.join([binary] + args), "cwd": d,
+            "store_bytes": store_bytes(d), "stored_events": stored,
+            "store_bytes_per_event": store_bytes(d) / stored if stored else None}
 
 
 def expected_count(case_dir):
@@ -227,15 +254,16 @@ def ratio(theirs, ours):
     return f"{r:.1f}×" if r < 10 else f"{r:.0f}×"
 
 
-def report(results, baselines, table, peak_mb, binary, version, floor):
+def report(results, baselines, table, peak_mb, binary, version, floor, fresh):
     """Human-readable table and notes."""
     base = baselines.get("base_message")
     print(f"binary:  {binary}")
     print(f"version: {version}")
     print(f"machine: {os.cpu_count()} CPUs, {platform.platform()}, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}")
-    print(f"runs:    {len(results[0]['walls_s']) if results else 0} counted per case, fresh store on disk "
-          f"each run (work dirs in {os.path.relpath(WORK, REPO)}/)")
+    where = "a fresh store on disk each run" if fresh else "one store on disk per case, made by the warm-up"
+    print(f"runs:    {len(results[0]['walls_s']) if results else 0} counted per case, {where} "
+          f"(work dirs in {os.path.relpath(WORK, REPO)}/)")
     print(f"RSS:     ru_maxrss from wait4; the spawner's floor is {floor:.1f} MiB ('≤floor' marks a "
           f"reading that may be the floor's)\n")
     head = ["case", "nodes", "events", "canvas median s (min–max)", "RAGFlow engine s", "ratio",
@@ -272,6 +300,10 @@ def report(results, baselines, table, peak_mb, binary, version, floor):
             vs = f"{peak_mb / mb:.1f}× less" if peak_mb else "n/a"
             print(f"{r['name']}: peak RSS median {r['rss_mib_median']:.1f} MiB, max {r['rss_mib_max']:.1f} MiB "
                   f"({mb:.1f} MB) vs RAGFlow {peak_mb if peak_mb else 'n/a'} MB: {vs}")
+    for r in results:
+        if r.get("store_bytes_per_event"):
+            print(f"{r['name']}: store {r['store_bytes'] / 1e6:.2f} MB for {r['stored_events']} events: "
+                  f"{r['store_bytes_per_event']:.0f} bytes per event")
     print("\ncommands (run in each work dir; delete store.db first for a fresh store):")
     for r in results + list(baselines.values()):
         print(f"  {r['name']}: cd {shlex.quote(r['cwd'])} && {r['command']}")
@@ -304,7 +336,7 @@ def main():
     with open(os.path.join(d, "canvas.json"), "w", encoding="utf-8") as f:
         json.dump(BASE_CANVAS, f)
     print("bench base_message", file=sys.stderr, flush=True)
-    baselines["base_message"] = bench(spawner, "base_message", binary, args, d, a.runs, a.warmup, None, errors)
+    baselines["base_message"] = bench(spawner, "base_message", binary, args, d, a.runs, a.warmup, None, errors, a.fresh_store)
 
     for n in names:
         case_dir = os.path.join(cases_dir, n)
@@ -312,12 +344,12 @@ def main():
         canvas = os.path.join(case_dir, "canvas.json")
         d, args = prepare(n, canvas, case)
         print(f"bench {n}", file=sys.stderr, flush=True)
-        results.append(bench(spawner, n, binary, args, d, a.runs, a.warmup, expected_count(case_dir), errors))
+        results.append(bench(spawner, n, binary, args, d, a.runs, a.warmup, expected_count(case_dir), errors, a.fresh_store))
         if n.startswith("perf_e") and (case.get("llm") or {}).get("default"):
             llm = dict(case["llm"], default=case["llm"]["default"].split()[0])
             d, args = prepare("perf_e_1chunk", canvas, case, llm)
             print("bench perf_e_1chunk", file=sys.stderr, flush=True)
-            baselines["perf_e_1chunk"] = bench(spawner, "perf_e_1chunk", binary, args, d, a.runs, a.warmup, None, errors)
+            baselines["perf_e_1chunk"] = bench(spawner, "perf_e_1chunk", binary, args, d, a.runs, a.warmup, None, errors, a.fresh_store)
 
     spawner.close()
     if a.json:
@@ -327,7 +359,7 @@ def main():
                   sys.stdout, indent=1, ensure_ascii=False)
         print()
     else:
-        report(results, baselines, table, peak_mb, binary, version, floor)
+        report(results, baselines, table, peak_mb, binary, version, floor, a.fresh_store)
     if errors:
         print(f"\n{len(errors)} failed run(s):", file=sys.stderr)
         for e in errors:

@@ -224,7 +224,8 @@ impl Shared {
         res
     }
 
-    /// The flusher thread: wait for ready bytes, let more gather, write them.
+    /// The flusher thread: wait for ready bytes, let more gather, write them. Closing
+    /// wakes it at once (its owner writes what is left).
     fn flush_loop(&self) {
         loop {
             {
@@ -235,12 +236,15 @@ impl Shared {
                         .wait(st)
                         .unwrap_or_else(PoisonError::into_inner);
                 }
+                if !self.eager && !st.closing {
+                    st = self
+                        .changed
+                        .wait_timeout_while(st, FLUSH_EVERY, |st| !st.closing)
+                        .map_or_else(|e| e.into_inner().0, |(st, _)| st);
+                }
                 if st.closing {
                     return;
                 }
-            }
-            if !self.eager {
-                thread::sleep(FLUSH_EVERY);
             }
             if self.write_ready().is_err() {
                 // Writers see the error; nothing more can be shown.
