@@ -105,7 +105,9 @@ impl<'a> Reporter<'a> {
         let gate = self.submitted;
         let gates = self.output.gates();
         let failed = Arc::clone(&self.failed);
-        let (tx, rx) = mpsc::sync_channel::<()>(1);
+        // A channel only when this write is waited for (most are not).
+        let waited = (wait || self.live).then(|| mpsc::sync_channel::<()>(1));
+        let tx = waited.as_ref().map(|(tx, _)| tx.clone());
         self.writer.submit(
             write,
             Box::new(move |r| {
@@ -117,11 +119,14 @@ impl<'a> Reporter<'a> {
                         gates.fail(gate);
                     }
                 }
-                let _ = tx.send(());
+                if let Some(tx) = tx {
+                    let _ = tx.send(());
+                }
             }),
         );
-        if wait || self.live {
-            // The writer calls back exactly once, or is gone (then the sender dropped).
+        if let Some((tx, rx)) = waited {
+            drop(tx);
+            // The writer calls back exactly once, or is gone (then every sender dropped).
             let _ = rx.recv();
             self.check()?;
         }
