@@ -47,8 +47,9 @@ Register-ArgumentCompleter -Native -CommandName 'canvas' -ScriptBlock {
             [CompletionResult]::new('--input', '--input', [CompletionResultType]::ParameterName, 'A Begin input or form field, as KEY=VALUE (repeatable)')
             [CompletionResult]::new('--inputs', '--inputs', [CompletionResultType]::ParameterName, 'A JSON or YAML file mapping field keys to values')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'text (default on a terminal), jsonl (one event per line) or sse')
-            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'SQLite run store [default: ~/.local/share/canvas/canvas.db]')
+            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'Store [default: ~/.local/share/canvas/canvas.db]')
             [CompletionResult]::new('--max-parallel', '--max-parallel', [CompletionResultType]::ParameterName, 'Most components running at once')
+            [CompletionResult]::new('--max-steps', '--max-steps', [CompletionResultType]::ParameterName, 'Step budget of a turn: a resumable stop (0: none)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Wall-clock limit for the whole turn, in seconds')
             [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Seed for random choices (Message alternatives): reproducible runs')
             [CompletionResult]::new('--mock-llm', '--mock-llm', [CompletionResultType]::ParameterName, 'Answer every model call from a script (docs/mock-llm.md), offline')
@@ -76,8 +77,9 @@ Register-ArgumentCompleter -Native -CommandName 'canvas' -ScriptBlock {
             [CompletionResult]::new('--input', '--input', [CompletionResultType]::ParameterName, 'A Begin input or form field, as KEY=VALUE (repeatable)')
             [CompletionResult]::new('--inputs', '--inputs', [CompletionResultType]::ParameterName, 'A JSON or YAML file mapping field keys to values')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'text (default on a terminal), jsonl (one event per line) or sse')
-            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'SQLite run store [default: ~/.local/share/canvas/canvas.db]')
+            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'Store [default: ~/.local/share/canvas/canvas.db]')
             [CompletionResult]::new('--max-parallel', '--max-parallel', [CompletionResultType]::ParameterName, 'Most components running at once')
+            [CompletionResult]::new('--max-steps', '--max-steps', [CompletionResultType]::ParameterName, 'Step budget of a turn: a resumable stop (0: none)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Wall-clock limit for the whole turn, in seconds')
             [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Seed for random choices (Message alternatives): reproducible runs')
             [CompletionResult]::new('--mock-llm', '--mock-llm', [CompletionResultType]::ParameterName, 'Answer every model call from a script (docs/mock-llm.md), offline')
@@ -104,8 +106,9 @@ Register-ArgumentCompleter -Native -CommandName 'canvas' -ScriptBlock {
             [CompletionResult]::new('--input', '--input', [CompletionResultType]::ParameterName, 'A Begin input or form field, as KEY=VALUE (repeatable)')
             [CompletionResult]::new('--inputs', '--inputs', [CompletionResultType]::ParameterName, 'A JSON or YAML file mapping field keys to values')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'text (default on a terminal), jsonl (one event per line) or sse')
-            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'SQLite run store [default: ~/.local/share/canvas/canvas.db]')
+            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'Store [default: ~/.local/share/canvas/canvas.db]')
             [CompletionResult]::new('--max-parallel', '--max-parallel', [CompletionResultType]::ParameterName, 'Most components running at once')
+            [CompletionResult]::new('--max-steps', '--max-steps', [CompletionResultType]::ParameterName, 'Step budget of a turn: a resumable stop (0: none)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Wall-clock limit for the whole turn, in seconds')
             [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Seed for random choices (Message alternatives): reproducible runs')
             [CompletionResult]::new('--mock-llm', '--mock-llm', [CompletionResultType]::ParameterName, 'Answer every model call from a script (docs/mock-llm.md), offline')
@@ -129,7 +132,7 @@ Register-ArgumentCompleter -Native -CommandName 'canvas' -ScriptBlock {
             [CompletionResult]::new('--status', '--status', [CompletionResultType]::ParameterName, 'Only runs with this status')
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'At most N runs (0 = all)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
-            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'SQLite run store [default: ~/.local/share/canvas/canvas.db]')
+            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'Store [default: ~/.local/share/canvas/canvas.db]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete old runs and give their space back (a dry run without --yes)')
@@ -140,7 +143,7 @@ Register-ArgumentCompleter -Native -CommandName 'canvas' -ScriptBlock {
             [CompletionResult]::new('--status', '--status', [CompletionResultType]::ParameterName, 'Runs with status S (repeatable, or a comma list: failed,cancelled)')
             [CompletionResult]::new('--keep', '--keep', [CompletionResultType]::ParameterName, 'Never delete the N most recently created runs (counting every run)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: the table and a summary, or one JSON object (json never asks)')
-            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'SQLite run store [default: ~/.local/share/canvas/canvas.db]')
+            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'Store [default: ~/.local/share/canvas/canvas.db]')
             [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Delete without asking (without it: a dry run, or a question on a terminal)')
             [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Delete without asking (without it: a dry run, or a question on a terminal)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -149,7 +152,7 @@ Register-ArgumentCompleter -Native -CommandName 'canvas' -ScriptBlock {
         }
         'canvas;show' {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
-            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'SQLite run store [default: ~/.local/share/canvas/canvas.db]')
+            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'Store [default: ~/.local/share/canvas/canvas.db]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -157,13 +160,13 @@ Register-ArgumentCompleter -Native -CommandName 'canvas' -ScriptBlock {
         'canvas;events' {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format [default: text on a terminal, jsonl otherwise]')
             [CompletionResult]::new('--turn', '--turn', [CompletionResultType]::ParameterName, 'Only the events of turn N (the first turn is 1)')
-            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'SQLite run store [default: ~/.local/share/canvas/canvas.db]')
+            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'Store [default: ~/.local/share/canvas/canvas.db]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'canvas;cancel' {
-            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'SQLite run store [default: ~/.local/share/canvas/canvas.db]')
+            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'Store [default: ~/.local/share/canvas/canvas.db]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break

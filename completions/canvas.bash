@@ -97,7 +97,7 @@ _canvas() {
             return 0
             ;;
         canvas__subcmd__chat)
-            opts="-q -i -v -h --query --input --inputs --format --verbose --quiet --store --non-interactive --max-parallel --timeout --seed --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --help"
+            opts="-q -i -v -h --query --input --inputs --format --verbose --quiet --store --non-interactive --max-parallel --max-steps --timeout --seed --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -132,6 +132,10 @@ _canvas() {
                     return 0
                     ;;
                 --max-parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-steps)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -303,7 +307,7 @@ _canvas() {
             return 0
             ;;
         canvas__subcmd__resume)
-            opts="-q -i -v -h --canvas-changed --query --input --inputs --format --verbose --quiet --store --non-interactive --max-parallel --timeout --seed --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --help"
+            opts="-q -i -v -h --canvas-changed --query --input --inputs --format --verbose --quiet --store --non-interactive --max-parallel --max-steps --timeout --seed --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -342,6 +346,10 @@ _canvas() {
                     return 0
                     ;;
                 --max-parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-steps)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -389,7 +397,7 @@ _canvas() {
             return 0
             ;;
         canvas__subcmd__run)
-            opts="-q -i -v -h --query --input --inputs --format --verbose --quiet --store --non-interactive --max-parallel --timeout --seed --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --help"
+            opts="-q -i -v -h --query --input --inputs --format --verbose --quiet --store --non-interactive --max-parallel --max-steps --timeout --seed --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -424,6 +432,10 @@ _canvas() {
                     return 0
                     ;;
                 --max-parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-steps)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -45,8 +45,9 @@ complete -c canvas -n "__fish_canvas_using_subcommand run" -l inputs -d 'A JSON 
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l format -d 'text (default on a terminal), jsonl (one event per line) or sse' -r -f -a "text\t''
 jsonl\t''
 sse\t''"
-complete -c canvas -n "__fish_canvas_using_subcommand run" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand run" -l store -d 'Store [default: ~/.local/share/canvas/canvas.db]' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l max-parallel -d 'Most components running at once' -r
+complete -c canvas -n "__fish_canvas_using_subcommand run" -l max-steps -d 'Step budget of a turn: a resumable stop (0: none)' -r
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l timeout -d 'Wall-clock limit for the whole turn, in seconds' -r
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l seed -d 'Seed for random choices (Message alternatives): reproducible runs' -r
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l mock-llm -d 'Answer every model call from a script (docs/mock-llm.md), offline' -r -F
@@ -69,8 +70,9 @@ complete -c canvas -n "__fish_canvas_using_subcommand resume" -l inputs -d 'A JS
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l format -d 'text (default on a terminal), jsonl (one event per line) or sse' -r -f -a "text\t''
 jsonl\t''
 sse\t''"
-complete -c canvas -n "__fish_canvas_using_subcommand resume" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand resume" -l store -d 'Store [default: ~/.local/share/canvas/canvas.db]' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l max-parallel -d 'Most components running at once' -r
+complete -c canvas -n "__fish_canvas_using_subcommand resume" -l max-steps -d 'Step budget of a turn: a resumable stop (0: none)' -r
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l timeout -d 'Wall-clock limit for the whole turn, in seconds' -r
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l seed -d 'Seed for random choices (Message alternatives): reproducible runs' -r
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l mock-llm -d 'Answer every model call from a script (docs/mock-llm.md), offline' -r -F
@@ -92,8 +94,9 @@ complete -c canvas -n "__fish_canvas_using_subcommand chat" -l inputs -d 'A JSON
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l format -d 'text (default on a terminal), jsonl (one event per line) or sse' -r -f -a "text\t''
 jsonl\t''
 sse\t''"
-complete -c canvas -n "__fish_canvas_using_subcommand chat" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand chat" -l store -d 'Store [default: ~/.local/share/canvas/canvas.db]' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l max-parallel -d 'Most components running at once' -r
+complete -c canvas -n "__fish_canvas_using_subcommand chat" -l max-steps -d 'Step budget of a turn: a resumable stop (0: none)' -r
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l timeout -d 'Wall-clock limit for the whole turn, in seconds' -r
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l seed -d 'Seed for random choices (Message alternatives): reproducible runs' -r
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l mock-llm -d 'Answer every model call from a script (docs/mock-llm.md), offline' -r -F
@@ -118,7 +121,7 @@ cancelled\t''"
 complete -c canvas -n "__fish_canvas_using_subcommand runs; and not __fish_seen_subcommand_from prune" -l limit -d 'At most N runs (0 = all)' -r
 complete -c canvas -n "__fish_canvas_using_subcommand runs; and not __fish_seen_subcommand_from prune" -l format -d 'Output format' -r -f -a "table\t'Aligned columns'
 json\t'A JSON array of runs'"
-complete -c canvas -n "__fish_canvas_using_subcommand runs; and not __fish_seen_subcommand_from prune" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand runs; and not __fish_seen_subcommand_from prune" -l store -d 'Store [default: ~/.local/share/canvas/canvas.db]' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand runs; and not __fish_seen_subcommand_from prune" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c canvas -n "__fish_canvas_using_subcommand runs; and not __fish_seen_subcommand_from prune" -f -a "prune" -d 'Delete old runs and give their space back (a dry run without --yes)'
 complete -c canvas -n "__fish_canvas_using_subcommand runs; and __fish_seen_subcommand_from prune" -l older-than -d 'Runs last updated more than DURATION ago: 30d, 12h, 90m, 2w (units s m h d w)' -r
@@ -131,20 +134,20 @@ cancelled\t''"
 complete -c canvas -n "__fish_canvas_using_subcommand runs; and __fish_seen_subcommand_from prune" -l keep -d 'Never delete the N most recently created runs (counting every run)' -r
 complete -c canvas -n "__fish_canvas_using_subcommand runs; and __fish_seen_subcommand_from prune" -l format -d 'Output format: the table and a summary, or one JSON object (json never asks)' -r -f -a "table\t''
 json\t''"
-complete -c canvas -n "__fish_canvas_using_subcommand runs; and __fish_seen_subcommand_from prune" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand runs; and __fish_seen_subcommand_from prune" -l store -d 'Store [default: ~/.local/share/canvas/canvas.db]' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand runs; and __fish_seen_subcommand_from prune" -s y -l yes -d 'Delete without asking (without it: a dry run, or a question on a terminal)'
 complete -c canvas -n "__fish_canvas_using_subcommand runs; and __fish_seen_subcommand_from prune" -s h -l help -d 'Print help'
 complete -c canvas -n "__fish_canvas_using_subcommand show" -l format -d 'Output format' -r -f -a "text\t'Readable lines'
 json\t'One JSON object'"
-complete -c canvas -n "__fish_canvas_using_subcommand show" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand show" -l store -d 'Store [default: ~/.local/share/canvas/canvas.db]' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c canvas -n "__fish_canvas_using_subcommand events" -l format -d 'Output format [default: text on a terminal, jsonl otherwise]' -r -f -a "text\t'Readable text (default on a terminal)'
 jsonl\t'The stored JSON lines, unchanged (default otherwise)'
 sse\t'RAGFlow\'s SSE framing: `data:{json}` frames, then `data:[DONE]`'"
 complete -c canvas -n "__fish_canvas_using_subcommand events" -l turn -d 'Only the events of turn N (the first turn is 1)' -r
-complete -c canvas -n "__fish_canvas_using_subcommand events" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand events" -l store -d 'Store [default: ~/.local/share/canvas/canvas.db]' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand events" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c canvas -n "__fish_canvas_using_subcommand cancel" -l store -d 'SQLite run store [default: ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand cancel" -l store -d 'Store [default: ~/.local/share/canvas/canvas.db]' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand cancel" -s h -l help -d 'Print help'
 complete -c canvas -n "__fish_canvas_using_subcommand validate" -l format -d 'Output format' -r -f -a "text\t'Findings grouped per file (colored on a terminal)'
 json\t'One JSON document: every file with its findings'

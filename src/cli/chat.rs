@@ -48,7 +48,8 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
         .map(|p| p.display().to_string())
         .unwrap_or(label.clone());
     // The run is stored with its first message, so it never exists without a turn.
-    let record = RunRecord::new(source, loaded.text);
+    let mut record = RunRecord::new(source, loaded.text);
+    record.options = Some(super::remember::RunOptions::of(&turn_args).to_value());
     let models = turn_args.models.setup()?;
     models.check(&canvas, &label)?;
     let session = Session {

@@ -12,6 +12,10 @@ pub const INVALID: u8 = 2;
 pub const WAITING: u8 = 3;
 /// Interrupted by Ctrl-C.
 pub const INTERRUPTED: u8 = 130;
+/// Standard output was closed by its reader (`| head`): the shell's code for a process
+/// killed by SIGPIPE (128 + 13), as `yes | head` gives. Nothing more is printed; the run
+/// is stored and resumable.
+pub const BROKEN_PIPE: u8 = 141;
 
 /// An `ExitCode` from one of the constants.
 pub fn code(c: u8) -> ExitCode {

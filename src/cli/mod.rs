@@ -15,6 +15,7 @@ mod migrate;
 mod models;
 mod opts;
 mod prune;
+mod remember;
 mod reporter;
 mod resume;
 mod run;
@@ -28,7 +29,7 @@ mod validate;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use error::CliError;
 
@@ -148,8 +149,16 @@ pub enum Command {
 
 /// Parse the command line, run, and map the result to an exit code.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(c) => c,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
+    let cli = match parsed {
+        Ok((mut c, m)) => {
+            if let (Command::Resume(a), Some(("resume", sub))) = (&mut c.command, m.subcommand()) {
+                a.explicit = explicit_ids(sub);
+            }
+            c
+        }
         Err(e) => {
             // clap prints help/version to stdout (exit 0) and usage errors to stderr.
             let _ = e.print();
@@ -161,6 +170,21 @@ pub fn main() -> ExitCode {
         }
     };
     run_cli(cli)
+}
+
+/// The ids of the options a command line (or the environment) gave, as opposed to
+/// their defaults: what `resume` keeps of its own over what the run remembers.
+fn explicit_ids(m: &clap::ArgMatches) -> std::collections::HashSet<String> {
+    use clap::parser::ValueSource;
+    m.ids()
+        .filter(|id| {
+            matches!(
+                m.value_source(id.as_str()),
+                Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+            )
+        })
+        .map(|id| id.as_str().to_string())
+        .collect()
 }
 
 /// Run a parsed command line (callable more than once: no global state).

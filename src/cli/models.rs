@@ -31,7 +31,7 @@ pub struct ModelArgs {
         hide_env_values = true,
         value_parser = super::opts::lenient_path
     )]
-    llm_config: Option<PathBuf>,
+    pub(super) llm_config: Option<PathBuf>,
     /// The model of components whose llm_id is empty.
     #[arg(long, value_name = "MODEL@FACTORY")]
     pub model: Option<String>,

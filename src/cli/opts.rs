@@ -31,7 +31,7 @@ pub fn truthy(s: &str) -> Result<bool, std::convert::Infallible> {
 /// Where the SQLite run store is (`--store`, `$CANVAS_STORE`, else the data dir).
 #[derive(Debug, Clone, Default, Args)]
 pub struct StoreOpts {
-    /// SQLite run store [default: ~/.local/share/canvas/canvas.db].
+    /// Store [default: ~/.local/share/canvas/canvas.db].
     #[arg(
         long,
         value_name = "PATH",

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use canvas_engine::events::wire::{self, Envelope};
 use canvas_engine::{Event, EventKind, EventSink, RunState};
 use canvas_store::writer::WriterHandle;
-use canvas_store::{Checkpointer, EventChunk, RunWrite, TurnEnd};
+use canvas_store::{Checkpointer, EventChunk, RunStatus, RunWrite, TurnEnd};
 use canvas_ui::{Output, Renderer, RunEnd};
 
 /// Commits events with checkpoints through the writer, and renders them.
@@ -154,9 +154,48 @@ impl<'a> Reporter<'a> {
                 .map_err(|e| io::Error::other(format!("cannot write to the run store: {e}")))?,
             _ => None,
         };
-        let res = self.submit(checkpoint, Some(end), true);
+        if !matches!(end.status, RunStatus::Succeeded | RunStatus::Waiting) {
+            let res = self.submit(checkpoint, Some(end), true);
+            let shown = self.output.drain();
+            return res.and(shown);
+        }
+        // A turn that ends with `workflow_finished` or `user_inputs`: its events are made
+        // durable, then shown, and only then is the run marked ended. A process that
+        // dies in between leaves a run still "running" whose stored turn is complete:
+        // `resume` records its end and shows that turn again (docs/resume.md), so its
+        // end reaches stdout at least once.
+        self.submit(checkpoint, None, true)?;
+        let shown = self.output.drain();
+        let res = self.submit(None, Some(end), true);
+        shown.and(res)
+    }
+
+    /// End a turn the engine could not take to a node boundary (a lost output, a timeout):
+    /// the store keeps its last checkpoint, and the events since it are dropped, as a
+    /// crash would have dropped them. Storing them, or the state as it stands, would
+    /// have the nodes after that checkpoint run twice on resume. None of them was shown
+    /// from a `node_finished` on (those wait for their write); the rest (starts, streamed
+    /// chunks) are shown again when their nodes run again.
+    pub(super) fn abandon_turn(&mut self, end: TurnEnd) -> io::Result<()> {
+        self.chunks.clear();
+        self.held.clear();
+        let res = self.submit(None, Some(end), true);
         let shown = self.output.drain();
         res.and(shown)
+    }
+
+    /// Show stored events again (they are durable: nothing waits for a write).
+    pub(super) fn replay(&mut self, lines: &[String]) -> io::Result<()> {
+        for line in lines {
+            let ev: Event = serde_json::from_str(line).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("a stored event is not valid: {e}"),
+                )
+            })?;
+            self.renderer.event_line(&ev, line.as_bytes())?;
+        }
+        Ok(())
     }
 
     /// The renderer's closing lines, shown at once.

@@ -5,6 +5,7 @@
 use clap::Args;
 use serde_json::Value;
 
+use super::remember::RunOptions;
 use super::session::{Next, Session, TurnArgs, TurnRequest};
 use super::{CliError, exit, inputs};
 use canvas_components::Registry;
@@ -23,14 +24,40 @@ pub struct ResumeArgs {
     /// Options shared with `run`.
     #[command(flatten)]
     pub turn: TurnArgs,
+    /// The ids of the options given explicitly (the rest come from what the run
+    /// remembers of its start); filled in from the parsed command line.
+    #[arg(skip)]
+    pub explicit: std::collections::HashSet<String>,
 }
 
 /// Run `canvas resume`.
-pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
+pub fn exec(mut args: ResumeArgs) -> Result<u8, CliError> {
     let store = args.turn.store.open()?;
     let rec = super::opts::find_in(&store, &args.run_id)?;
     tracing::info!(run_id = %rec.id, status = %rec.status, source = %rec.source, "run found");
     let label = rec.source.clone();
+    // `-q ''` given is a turn with an empty query (RAGFlow keeps the previous one).
+    let next_turn_given = !args.turn.query.is_empty()
+        || args.explicit.contains("query")
+        || !args.turn.input.is_empty()
+        || args.turn.inputs.is_some();
+    if matches!(rec.status, RunStatus::Succeeded | RunStatus::Failed) && !next_turn_given {
+        // A finished run has no turn to continue; running a new one with an empty query
+        // is never what "resume to be safe" meant.
+        return Err(CliError::invalid(format!(
+            "run {} already finished ({}): there is nothing to resume",
+            rec.id, rec.status
+        ))
+        .hint(format!(
+            "`canvas resume {} -q TEXT` sends the next turn; `canvas run {}` starts a new run",
+            rec.id, rec.source
+        )));
+    }
+    // The run goes on as it was started (its model source above all), unless this
+    // command line says otherwise.
+    if let Some(kept) = rec.options.as_ref().and_then(RunOptions::from_value) {
+        kept.apply(&mut args.turn, &args.explicit);
+    }
     if rec.source != "-" && args.canvas_changed.is_none() {
         if let Ok(now) = std::fs::read_to_string(&rec.source) {
             if canvas_hash(&now) != rec.canvas_hash {
@@ -63,6 +90,9 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
         tools: std::sync::Arc::new(args.turn.tools.env(args.turn.models.llm_config())?),
         checkpoints: std::cell::RefCell::new(checkpoints),
     };
+    if let Some(code) = record_unrecorded_end(&store, &rec, state.as_ref(), &args.turn)? {
+        return Ok(code);
+    }
     let resume = match rec.status {
         RunStatus::Waiting => true,
         RunStatus::Succeeded | RunStatus::Failed => false,
@@ -178,4 +208,92 @@ pub fn exec(args: ResumeArgs) -> Result<u8, CliError> {
         }
     };
     session.drive(state, next).map(|d| d.code)
+}
+
+/// A run left "running" by a process that died after its last turn ended and was
+/// stored, but before its status said so (the end of a turn is shown between the two:
+/// see `Reporter::finish_turn`). Record that end, show the turn (in JSON lines or SSE:
+/// the process that ended it may have died before printing it), and say how the run
+/// stands. `None` when the run is not in that case.
+fn record_unrecorded_end(
+    store: &dyn Store,
+    rec: &canvas_store::RunRecord,
+    state: Option<&canvas_engine::RunState>,
+    turn_args: &TurnArgs,
+) -> Result<Option<u8>, CliError> {
+    use canvas_engine::{Event, EventKind};
+    use canvas_store::{RunWrite, TurnEnd};
+    if !matches!(
+        rec.status,
+        RunStatus::Running | RunStatus::Interrupted | RunStatus::Cancelled
+    ) || state.is_none_or(|s| s.cursor.is_some())
+    {
+        return Ok(None);
+    }
+    let Some(turn) = store.last_turn(&rec.id)? else {
+        return Ok(None);
+    };
+    let lines = store.events_of_turn(&rec.id, turn.turn)?;
+    let Some(last) = lines.last() else {
+        return Ok(None);
+    };
+    let Ok(ev) = serde_json::from_str::<Event>(last) else {
+        return Ok(None);
+    };
+    let (status, waiting, code) = match ev.kind {
+        EventKind::WorkflowFinished(_) => (RunStatus::Succeeded, None, exit::OK),
+        EventKind::UserInputs { .. } => {
+            let form = serde_json::from_str::<Value>(last)
+                .ok()
+                .map(|v| v["data"].clone());
+            (RunStatus::Waiting, form, exit::WAITING)
+        }
+        _ => return Ok(None),
+    };
+    store.write_one(RunWrite {
+        run_id: rec.id.clone(),
+        turn: turn.turn,
+        events: Vec::new(),
+        checkpoint: None,
+        end: Some(TurnEnd {
+            status,
+            error: None,
+            waiting: waiting.clone(),
+        }),
+    })?;
+    tracing::info!(run_id = %rec.id, turn = turn.turn, %status, "an ended turn recorded");
+    if turn_args.output.format() != super::opts::RunFormat::Text {
+        super::runs::write_stdout(|out| {
+            for line in &lines {
+                if turn_args.output.format() == super::opts::RunFormat::Sse {
+                    out.write_all(b"data:")?;
+                    out.write_all(line.as_bytes())?;
+                    out.write_all(b"\n\n")?;
+                } else {
+                    out.write_all(line.as_bytes())?;
+                    out.write_all(b"\n")?;
+                }
+            }
+            if turn_args.output.format() == super::opts::RunFormat::Sse {
+                out.write_all(b"data:[DONE]\n\n")?;
+            }
+            Ok(())
+        })?;
+    }
+    if status == RunStatus::Waiting {
+        let fields: Vec<String> = waiting
+            .as_ref()
+            .and_then(|f| f["inputs"].as_object())
+            .map(|o| o.keys().map(|k| format!("-i {k}=…")).collect())
+            .unwrap_or_default();
+        eprintln!(
+            "run {} had reached its form; waiting for input: canvas resume {} {}",
+            rec.id,
+            rec.id,
+            fields.join(" ")
+        );
+    } else {
+        eprintln!("run {} had finished its turn {}", rec.id, turn.turn);
+    }
+    Ok(Some(code))
 }

@@ -52,7 +52,8 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
             .map(|p| p.display().to_string())
             .unwrap_or(label.clone())
     };
-    let record = RunRecord::new(source, loaded.text);
+    let mut record = RunRecord::new(source, loaded.text);
+    record.options = Some(super::remember::RunOptions::of(&args.turn).to_value());
     // The turn's request, built once: `-q` and the inputs, typed by Begin's fields.
     let request = args.turn.request(TurnKind::Start, run_inputs);
     let session = Session {

@@ -14,7 +14,7 @@ use clap::Args;
 use serde_json::Value;
 
 use super::{CliError, exit};
-use canvas_engine::scheduler::DEFAULT_MAX_PARALLEL;
+use canvas_engine::scheduler::{DEFAULT_MAX_PARALLEL, DEFAULT_MAX_STEPS};
 use canvas_engine::{
     Canvas, Outcome, RunConfig, RunError, RunState, StopReason, StopSignal, run_turn,
 };
@@ -23,7 +23,7 @@ use canvas_store::writer::WriterHandle;
 use canvas_store::{Checkpointer, RunRecord, RunStatus, Store, TurnEnd, TurnKind, lease_holder};
 use canvas_ui::RunEnd;
 
-use super::opts::{OutputOpts, StoreOpts};
+use super::opts::{OutputOpts, RunFormat, StoreOpts};
 use super::reporter::Reporter;
 
 /// Options shared by `run`, `resume` and `chat`.
@@ -56,6 +56,9 @@ pub struct TurnArgs {
     /// Most components running at once.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_PARALLEL as u16, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_parallel: u16,
+    /// Step budget of a turn: a resumable stop (0: none).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_STEPS)]
+    pub max_steps: u64,
     /// Wall-clock limit for the whole turn, in seconds.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
@@ -260,6 +263,8 @@ impl Session<'_> {
             ..Presets::default()
         };
         loop {
+            // A turn continued from a checkpoint: its stored events come first.
+            let mut replay = None;
             let (turn_no, cfg) = match next {
                 Next::Ask { form } => {
                     next = self.ask(&form)?;
@@ -279,6 +284,9 @@ impl Session<'_> {
                     self.store
                         .set_status(&self.run_id, RunStatus::Running, None, None)?;
                     tracing::info!(run_id = %self.run_id, turn, from_checkpoint = again.is_none(), "turn continued");
+                    if again.is_none() {
+                        replay = Some(turn);
+                    }
                     // From a checkpoint the engine takes the request from the cursor.
                     let request = again.unwrap_or_else(|| TurnRequest {
                         kind: TurnKind::Next,
@@ -289,7 +297,7 @@ impl Session<'_> {
                 }
             };
             self.store.clear_cancel(&self.run_id)?;
-            let out = self.one_turn(state, turn_no, &cfg, &mut presets, writer)?;
+            let out = self.one_turn(state, turn_no, replay, &cfg, &mut presets, writer)?;
             state = out.state;
             if let Some(inputs) = out.preset {
                 // Answers given with -i cover the form: answer it and go on.
@@ -346,6 +354,7 @@ impl Session<'_> {
             models: self.models.source.clone(),
             date: self.models.date.clone(),
             services: canvas_engine::Services::new().with(self.tools.clone()),
+            max_steps: self.args.max_steps,
         }
     }
 
@@ -354,6 +363,7 @@ impl Session<'_> {
         &self,
         state: RunState,
         turn_no: u32,
+        replay: Option<u32>,
         cfg: &RunConfig,
         presets: &mut Presets,
         writer: &WriterHandle,
@@ -375,6 +385,27 @@ impl Session<'_> {
             writer,
             &mut checkpoints,
         );
+        if let Some(t) = replay.filter(|_| self.args.output.format() != RunFormat::Text) {
+            // The stdout guarantee (docs/resume.md): each turn appears whole in the
+            // output of the process that ends it, so a pipeline can drop a dead
+            // process's unfinished turn and lose nothing, see nothing twice.
+            let lines = self.store.events_of_turn(&self.run_id, t)?;
+            if let Err(e) = reporter.replay(&lines) {
+                return if e.kind() == io::ErrorKind::BrokenPipe {
+                    Ok(TurnOutcome {
+                        state,
+                        code: exit::BROKEN_PIPE,
+                        form: None,
+                        preset: None,
+                    })
+                } else {
+                    Err(CliError::new(
+                        exit::FAILED,
+                        format!("run {}: cannot replay turn {t}: {e}", self.run_id),
+                    ))
+                };
+            }
+        }
         let Some((state, result)) = self.run_watched(state, cfg, &mut reporter)? else {
             return Err(self.timed_out(&mut reporter));
         };
@@ -392,7 +423,16 @@ impl Session<'_> {
         if matches!(preset, Ok(Some(_))) {
             ending.end = RunEnd::Answered;
         }
-        self.record_end(&mut reporter, &state, &ending)?;
+        if self.record_end(&mut reporter, &state, &ending)? {
+            // Whoever reads stdout is gone: stop quietly (no question, no message), with
+            // the shell's code for a broken pipe; the turn is stored as it ended.
+            return Ok(TurnOutcome {
+                state,
+                code: exit::BROKEN_PIPE,
+                form: None,
+                preset: None,
+            });
+        }
         if matches!(ending.end, RunEnd::Finished) {
             self.warn_streaming_failures(&state);
         }
@@ -455,7 +495,7 @@ impl Session<'_> {
             error: Some("timed out".into()),
             waiting: None,
         };
-        let _ = reporter.finish_turn(None, end);
+        let _ = reporter.abandon_turn(end);
         let _ = reporter.finish_output(&RunEnd::Interrupted);
         tracing::info!(run_id = %self.run_id, "turn timed out");
         CliError::new(
@@ -481,12 +521,12 @@ impl Session<'_> {
             error: Some(e.to_string()),
             waiting: None,
         };
-        let _ = reporter.finish_turn(Some(&state), end);
+        let _ = reporter.abandon_turn(end);
         tracing::info!(run_id = %self.run_id, error = %e, "output or store failed mid-turn");
         if e.kind() == io::ErrorKind::BrokenPipe {
             return Ok(TurnOutcome {
                 state,
-                code: exit::OK,
+                code: exit::BROKEN_PIPE,
                 form: None,
                 preset: None,
             });
@@ -529,6 +569,29 @@ impl Session<'_> {
                 "interrupted",
                 CliError::new(exit::INTERRUPTED, format!("run {run_id} interrupted")),
             ),
+            Ok(Outcome::Stopped {
+                reason: StopReason::StepLimit,
+            }) => Ending {
+                end: RunEnd::Interrupted,
+                status: RunStatus::Interrupted,
+                error: Some(format!(
+                    "stopped after {} components (--max-steps)",
+                    self.args.max_steps
+                )),
+                form: None,
+                result: Err(CliError::new(
+                    exit::FAILED,
+                    format!(
+                        "{label}: run {run_id} stopped after {} components (--max-steps): \
+                         a cycle or a loop may not end",
+                        self.args.max_steps
+                    ),
+                )
+                .hint(format!(
+                    "`canvas resume {run_id}` continues it for as many more (`--max-steps N` \
+                     sets the budget, 0 removes it); `canvas graph {label}` shows its cycles"
+                ))),
+            },
             Ok(Outcome::Stopped {
                 reason: StopReason::Cancelled,
             }) => stopped(
@@ -614,22 +677,25 @@ impl Session<'_> {
         }
     }
 
-    /// Store how the turn ended (events, state, status), then finish the output.
+    /// Store how the turn ended (events, state, status), then finish the output. True
+    /// when stdout was closed by its reader (the turn is stored all the same).
     fn record_end(
         &self,
         reporter: &mut Reporter<'_>,
         state: &RunState,
         ending: &Ending,
-    ) -> Result<(), CliError> {
+    ) -> Result<bool, CliError> {
         let end_rec = TurnEnd {
             status: ending.status,
             error: ending.error.clone(),
             waiting: ending.form.clone(),
         };
+        let mut closed = false;
         if let Err(e) = reporter.finish_turn(Some(state), end_rec) {
             if e.kind() != io::ErrorKind::BrokenPipe {
                 return Err(CliError::new(exit::FAILED, format!("{}: {e}", self.label)));
             }
+            closed = true;
         }
         if let Err(e) = reporter.finish_output(&ending.end) {
             if e.kind() != io::ErrorKind::BrokenPipe {
@@ -638,8 +704,9 @@ impl Session<'_> {
                     format!("cannot write the output: {e}"),
                 ));
             }
+            closed = true;
         }
-        Ok(())
+        Ok(closed)
     }
 
     /// A run left waiting with no terminal to ask on: stderr carries the run id and the

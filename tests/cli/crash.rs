@@ -1,25 +1,27 @@
 //! Crash safety: a run whose process is killed (SIGKILL) at a random moment and then
 //! continued with `canvas resume latest` ends up exactly like a run that was never
-//! interrupted.
+//! interrupted, and what the processes printed gives a pipeline every event once.
 //!
 //! Four canvases are used: a chain of VariableAssigners and a Loop of many passes (from
 //! [`crate::canvases`]), and, generated here, an Iteration over a list split from the
 //! query and a chain with a UserFillUp form in the middle. For each, an uninterrupted
 //! reference run gives the expected stored event stream. Then, attempt after attempt
-//! (one store file per attempt), the run is started as a child process, killed after a
-//! pseudo-random delay spread over the reference's duration (a deterministic xorshift),
-//! and resumed until it succeeds; some attempts kill the first resume too. Each killed
-//! run must end `succeeded` with a stored stream equal to the reference's, event by
-//! event, once timestamps, elapsed times and ids are ignored: a finished node run twice
-//! would add a `node_finished`, a lost or repeated event would show too. A kill point
-//! is (canvas, events stored when the process died); every canvas must contribute at
-//! least [`MIN_KILL_POINTS`] distinct ones, so the four tests together cover at least
-//! 32.
+//! (one store file per attempt), the run is started as a child process with its stdout
+//! in a file, killed once it has printed a pseudo-random share of the reference's
+//! output (a deterministic xorshift), and resumed until it succeeds; some attempts kill
+//! the first resume too. Each killed run must end `succeeded` with a stored stream equal
+//! to the reference's, event by event, once timestamps, elapsed times and ids are
+//! ignored: a finished node run twice would add a `node_finished`, a lost or repeated
+//! event would show too. And the processes' stdout, kept as docs/resume.md tells a
+//! pipeline to keep it, must be that same stream. A kill point is (canvas, events stored
+//! when the process died); every canvas must contribute at least [`MIN_KILL_POINTS`]
+//! distinct ones, so the four tests together cover at least 52.
 
 use std::collections::BTreeSet;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
@@ -32,13 +34,13 @@ use crate::util::{
 /// The form answer, given exactly as the reference run gave it.
 const ANSWER: &str = "name=x";
 /// Distinct kill points each canvas must contribute.
-const MIN_KILL_POINTS: usize = 8;
+const MIN_KILL_POINTS: usize = 13;
 /// Distinct kill points after which a canvas stops trying.
-const TARGET_KILL_POINTS: usize = 11;
+const TARGET_KILL_POINTS: usize = 16;
 /// Attempts per canvas at most.
-const MAX_ATTEMPTS: usize = 32;
+const MAX_ATTEMPTS: usize = 40;
 /// Time per canvas at most (attempts stop once it is spent).
-const BUDGET: Duration = Duration::from_secs(30);
+const BUDGET: Duration = Duration::from_secs(40);
 
 // ---------------------------------------------------------------------------------
 // Canvases.
@@ -248,6 +250,30 @@ fn assert_stream(got: &[Value], want: &[Value], prefix: bool, what: &str) {
     );
 }
 
+/// What a pipeline keeps of the processes' outputs under the documented rule
+/// (docs/resume.md): from each output, the turns that end there (`workflow_finished`
+/// or `user_inputs`), each turn (its `message_id`) once. A turn a process did not end
+/// is printed again from its start by the resume that continues it.
+fn kept_turns(outputs: &[Vec<Value>]) -> Vec<Value> {
+    let mut seen = BTreeSet::new();
+    let mut kept = Vec::new();
+    for printed in outputs {
+        for turn in printed.chunk_by(|a, b| a["message_id"] == b["message_id"]) {
+            let ended = turn
+                .last()
+                .is_some_and(|e| e["event"] == "workflow_finished" || e["event"] == "user_inputs");
+            let id = turn[0]["message_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            if ended && seen.insert(id) {
+                kept.extend(turn.iter().cloned());
+            }
+        }
+    }
+    kept
+}
+
 /// How a killed child ended.
 enum Kill {
     /// It finished by itself before the signal.
@@ -258,10 +284,15 @@ enum Kill {
     Killed { run_id: String, stored: usize },
 }
 
-/// Start `canvas ARGS --store STORE` (stdin, stdout and stderr null), SIGKILL it after
-/// `delay`, and look at what it left in the store.
-fn kill_after(args: &[&str], store: &Path, delay: Duration) -> Kill {
+/// Start `canvas ARGS --store STORE` (stdin and stderr null, stdout into a file, as a
+/// pipeline's consumer would keep it), SIGKILL it once it has printed `bytes` bytes
+/// (the kill lands wherever the process has got to by then: printed output is stored
+/// first, and it may be further on), and look at what it left in the store. Returns
+/// that and the events the child printed.
+fn kill_after(args: &[&str], store: &Path, bytes: u64) -> (Kill, Vec<Value>) {
     let home = store.parent().expect("store in a folder");
+    let out_path = store.with_extension(format!("out-{}", COUNTER.fetch_add(1, SeqCst)));
+    let out_file = std::fs::File::create(&out_path).expect("stdout file");
     let mut child = Command::new(env!("CARGO_BIN_EXE_canvas"))
         .args(args)
         .arg("--store")
@@ -270,15 +301,34 @@ fn kill_after(args: &[&str], store: &Path, delay: Duration) -> Kill {
         .env("HOME", home)
         .env("CANVAS_STORE", store)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(out_file)
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn canvas");
-    std::thread::sleep(delay);
+    let deadline = Instant::now() + crate::util::TIMEOUT;
+    while Instant::now() < deadline
+        && matches!(child.try_wait(), Ok(None))
+        && std::fs::metadata(&out_path).map_or(0, |m| m.len()) < bytes
+    {
+        std::thread::sleep(Duration::from_micros(200));
+    }
     // SIGKILL; if the child already exited (not yet reaped), this is harmless and the
     // exit status below tells.
     let _ = child.kill();
     let st = child.wait().expect("wait for the killed child");
+    let mut bytes = std::fs::read(&out_path).expect("the child's stdout");
+    // A line the kill cut short has no newline: a reader leaves it out.
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    bytes.truncate(whole);
+    let printed = events(&bytes);
+    (kill_status(st, store), printed)
+}
+
+/// Numbers the stdout files of [`kill_after`].
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// What a child that ended with `st` left in `store`.
+fn kill_status(st: ExitStatus, store: &Path) -> Kill {
     if st.signal() != Some(9) {
         return Kill::Exited(st);
     }
@@ -305,8 +355,8 @@ fn kill_after(args: &[&str], store: &Path, delay: Duration) -> Kill {
 }
 
 /// Resume the run until it succeeds: `canvas resume latest` while it is unfinished,
-/// with `-i name=x` while it waits on the form. Returns the events the resumes printed.
-fn finish(store: &Path, run_id: &str, form: bool) -> Vec<Value> {
+/// with `-i name=x` while it waits on the form. Returns the events each resume printed.
+fn finish(store: &Path, run_id: &str, form: bool) -> Vec<Vec<Value>> {
     let mut printed = Vec::new();
     for _ in 0..8 {
         let st = status(store, run_id);
@@ -334,7 +384,7 @@ fn finish(store: &Path, run_id: &str, form: bool) -> Vec<Value> {
                 String::from_utf8_lossy(&out.stderr)
             ),
         }
-        printed.extend(events(&out.stdout));
+        printed.push(events(&out.stdout));
     }
     panic!("run {run_id} still not finished after 8 resumes");
 }
@@ -343,6 +393,10 @@ fn finish(store: &Path, run_id: &str, form: bool) -> Vec<Value> {
 struct Reference {
     /// Its stored event stream.
     stream: Vec<Value>,
+    /// Bytes `canvas run` printed (to the form, for a form canvas).
+    run_bytes: u64,
+    /// Bytes `canvas resume -i` printed answering the form.
+    answer_bytes: u64,
     /// Wall time of `canvas run` (to the form, for a form canvas).
     run: Duration,
     /// Wall time of `canvas resume -i` answering the form.
@@ -358,6 +412,8 @@ fn reference(case: &Case, flow: &Path, store: &Path) -> Reference {
         store,
     );
     let run = t.elapsed();
+    let run_bytes = out.stdout.len() as u64;
+    let mut answer_bytes = 0;
     expect_code(&out, if case.form { 3 } else { 0 }, "the reference run");
     let mut printed = events(&out.stdout);
     let mut answer = Duration::ZERO;
@@ -372,6 +428,7 @@ fn reference(case: &Case, flow: &Path, store: &Path) -> Reference {
             store,
         );
         answer = t.elapsed();
+        answer_bytes = out.stdout.len() as u64;
         expect_code(&out, 0, "answering the reference's form");
         printed.extend(events(&out.stdout));
     }
@@ -395,36 +452,18 @@ fn reference(case: &Case, flow: &Path, store: &Path) -> Reference {
     );
     Reference {
         stream,
+        run_bytes,
+        answer_bytes,
         run,
         answer,
     }
 }
 
-/// The part of a reference phase's duration where kills are drawn, as fractions;
-/// it narrows when a child finished first or no run existed yet.
-struct Window {
-    lo: f64,
-    hi: f64,
-}
-
-impl Window {
-    fn new() -> Window {
-        Window { lo: 0.0, hi: 1.25 }
-    }
-
-    fn pick(&self, rng: &mut Rng) -> f64 {
-        self.lo + rng.unit() * (self.hi - self.lo)
-    }
-
-    /// The child finished before `f`: kill earlier.
-    fn too_late(&mut self, f: f64) {
-        self.hi = f.max(self.lo + 0.05);
-    }
-
-    /// No run was stored by `f`: kill later.
-    fn too_early(&mut self, f: f64) {
-        self.lo = (f * 0.8).min(self.hi - 0.05).max(0.0);
-    }
+/// Bytes of the run's stored event lines (what a resume replays at most).
+fn stored_bytes(store: &Path, run_id: &str) -> u64 {
+    let out = cli(&["events", run_id, "--format", "jsonl"], store);
+    expect_code(&out, 0, "canvas events");
+    out.stdout.len() as u64
 }
 
 /// Check a killed-then-resumed run against the reference.
@@ -456,7 +495,6 @@ fn crash_and_resume(case: Case) {
     let ref_events = reference.stream.len();
 
     let mut rng = Rng(case.seed);
-    let mut windows = [Window::new(), Window::new()];
     // Kill points: events stored when a process died; for a form canvas, split by
     // phase (0: `run` to the form, 1: `resume -i` after it).
     let mut points: [BTreeSet<usize>; 2] = [BTreeSet::new(), BTreeSet::new()];
@@ -471,10 +509,12 @@ fn crash_and_resume(case: Case) {
         let what = format!("{} attempt {attempts}", case.name);
         // A form canvas alternates: kill `run` (phase 0) or the answering `resume` (1).
         let phase = usize::from(case.form && attempts % 2 == 0);
-        let (args, span): (Vec<&str>, Duration) = if phase == 0 {
+        // The stdout of every process of the attempt, in order.
+        let mut outputs: Vec<Vec<Value>> = Vec::new();
+        let (args, span): (Vec<&str>, u64) = if phase == 0 {
             (
                 vec!["run", flow_s, "-q", &case.query, "--format", "jsonl"],
-                reference.run,
+                reference.run_bytes,
             )
         } else {
             let out = cli(
@@ -482,24 +522,26 @@ fn crash_and_resume(case: Case) {
                 &store,
             );
             expect_code(&out, 3, &format!("{what}: the run to the form"));
+            outputs.push(events(&out.stdout));
             (
                 vec!["resume", "latest", "-i", ANSWER, "--format", "jsonl"],
-                reference.answer,
+                reference.answer_bytes,
             )
         };
-        let f = windows[phase].pick(&mut rng);
-        let (run_id, stored) = match kill_after(&args, &store, span.mul_f64(f)) {
+        // Up to the whole output: a kill after the last byte lands in the exit.
+        let at = (span as f64 * rng.unit() * 1.02) as u64;
+        let (kill, printed) = kill_after(&args, &store, at);
+        outputs.push(printed);
+        let (run_id, stored) = match kill {
             Kill::Exited(st) => {
                 let want = if case.form && phase == 0 { 3 } else { 0 };
                 assert_eq!(st.code(), Some(want), "{what}: a child that was not killed");
                 exited += 1;
-                windows[phase].too_late(f);
                 continue;
             }
             Kill::NoRun => {
                 assert_eq!(phase, 0, "{what}: the run vanished");
                 early += 1;
-                windows[phase].too_early(f);
                 continue;
             }
             Kill::Killed { run_id, stored } => (run_id, stored),
@@ -514,8 +556,12 @@ fn crash_and_resume(case: Case) {
         );
         // Every third attempt kills the first resume too (if there is one to kill).
         if attempts % 3 == 0 && status(&store, &run_id) == "running" {
-            let delay = span.mul_f64(rng.unit());
-            match kill_after(&["resume", "latest", "--format", "jsonl"], &store, delay) {
+            // The resume prints the turn's stored events first: kill past them.
+            let at = stored_bytes(&store, &run_id) + (span as f64 * rng.unit()) as u64;
+            let (kill, printed) =
+                kill_after(&["resume", "latest", "--format", "jsonl"], &store, at);
+            outputs.push(printed);
+            match kill {
                 Kill::Exited(st) => {
                     let want = if case.form && phase == 0 { 3 } else { 0 };
                     assert_eq!(st.code(), Some(want), "{what}: the resume (not killed)");
@@ -527,15 +573,15 @@ fn crash_and_resume(case: Case) {
                 }
             }
         }
-        // The resumes print only what was not stored yet: no finished node ran again
-        // and no stored event is shown twice.
-        let before = stored_events(&store, &run_id).len();
-        let printed = finish(&store, &run_id, case.form);
+        outputs.extend(finish(&store, &run_id, case.form));
+        // The stdout guarantee: what the processes printed, as a pipeline keeps it, is
+        // the reference's stream exactly (nothing lost, nothing twice).
+        let kept = kept_turns(&outputs);
         assert_stream(
-            &printed,
-            &reference.stream[before.min(ref_events)..],
+            &kept,
+            &reference.stream,
             false,
-            &format!("{what}: what the resumes printed after {before} stored events"),
+            &format!("{what}: the processes' stdout, unfinished turns dropped"),
         );
         verify(
             &case,

@@ -20,6 +20,7 @@ mod graph;
 mod harness;
 mod inspect;
 mod invoke;
+mod limits;
 mod llm_failures;
 mod mcp;
 mod migrate;

@@ -287,16 +287,22 @@ fn assert_like_reference(store: &Path, run_id: &str, what: &str) {
     assert_eq!(got.len(), reference.trace.len(), "{what}: stored events");
 }
 
-/// `canvas resume RUN_ID`: exit 0, it prints the rest of the run, and the run ends
-/// like the reference.
+/// `canvas resume RUN_ID`: exit 0, it prints the whole turn (what was stored, then the
+/// rest: docs/resume.md), and the run ends like the reference.
 fn resume_to_the_end(store: &Path, run_id: &str, what: &str) {
     let out = cli(&["resume", run_id, "--format", "jsonl"], store);
     expect_code(&out, 0, &format!("{what}: canvas resume"));
     let printed = events(&out.stdout);
     assert_eq!(
         count(&printed, "workflow_started"),
-        0,
-        "{what}: the resume continues the turn, it does not start one"
+        1,
+        "{what}: the resume continues the turn (shown from its start), it does not start \
+         another"
+    );
+    assert_eq!(
+        trace(&printed),
+        trace(&stored_events(store, run_id)),
+        "{what}: the resume printed the turn as stored"
     );
     assert_eq!(
         final_content(&printed).as_deref(),

@@ -51,6 +51,9 @@ pub struct RunConfig {
     pub date: Option<String>,
     /// Services components take by type (tool settings: network policy, sandbox...).
     pub services: Services,
+    /// Most components one run of the scheduler finishes before it stops itself
+    /// ([`StopReason::StepLimit`], resumable); 0: no limit.
+    pub max_steps: u64,
 }
 
 impl Default for RunConfig {
@@ -68,6 +71,7 @@ impl Default for RunConfig {
             models: Arc::new(canvas_llm::NoModels),
             date: None,
             services: Services::new(),
+            max_steps: DEFAULT_MAX_STEPS,
         }
     }
 }
@@ -83,6 +87,11 @@ pub const CHECKPOINT_GROUP: std::time::Duration = std::time::Duration::from_mill
 /// the events are the same at any bound (they are emitted in path order), so the bound
 /// only keeps a burst of model calls below what providers accept at once.
 pub const DEFAULT_MAX_PARALLEL: usize = 32;
+
+/// Components one run of a turn finishes at most by default. Far above any canvas the
+/// bench or the fixtures run (perf_b, 2,000 iterations, runs 6,004), and reached by a
+/// runaway cycle in well under a minute, before its events fill the disk.
+pub const DEFAULT_MAX_STEPS: u64 = 100_000;
 
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -219,6 +228,7 @@ pub async fn run_turn(
         cfg,
         error: None,
         partials: Vec::new(),
+        steps: 0,
     };
     let res = turn.run(&mut em).await;
     let mut state = shared.state.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -240,6 +250,8 @@ struct Turn<'a> {
     /// Streaming components whose `node_finished` waits for a Message (RAGFlow's
     /// `partials`).
     partials: Vec<String>,
+    /// Components finished by this run of the turn (against `RunConfig::max_steps`).
+    steps: u64,
 }
 
 impl<'a> Turn<'a> {
@@ -337,7 +349,10 @@ impl<'a> Turn<'a> {
                         self.save(&cur, em)?;
                     }
                 }
-                if let Some(reason) = self.cfg.stop.requested() {
+                self.steps += 1;
+                let budget_spent = self.cfg.max_steps > 0 && self.steps >= self.cfg.max_steps;
+                let stop = self.cfg.stop.requested();
+                if let Some(reason) = stop.or(budget_spent.then_some(StopReason::StepLimit)) {
                     lock(&self.shared.state).cursor = Some(cur);
                     return Ok(Outcome::Stopped { reason });
                 }

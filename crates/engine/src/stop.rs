@@ -12,6 +12,9 @@ pub enum StopReason {
     Interrupted,
     /// `canvas cancel` from another process.
     Cancelled,
+    /// The turn ran as many components as `RunConfig::max_steps` allows (a runaway
+    /// cycle or loop): the scheduler stops itself; it is not a request.
+    StepLimit,
 }
 
 /// A shared request to stop; cheap to check (two atomic loads).
@@ -37,6 +40,8 @@ impl StopSignal {
         match reason {
             StopReason::Interrupted => self.interrupt.store(true, Ordering::SeqCst),
             StopReason::Cancelled => self.cancel.store(true, Ordering::SeqCst),
+            // The scheduler's own stop; nothing outside it raises one.
+            StopReason::StepLimit => {}
         }
     }
 

@@ -127,6 +127,8 @@ pub struct RunRecord {
     pub error: Option<String>,
     /// The pending form while waiting for user input.
     pub waiting: Option<Value>,
+    /// The options the run was started with (opaque to the store: the CLI's).
+    pub options: Option<Value>,
 }
 
 impl RunRecord {
@@ -146,6 +148,7 @@ impl RunRecord {
             turns: 0,
             error: None,
             waiting: None,
+            options: None,
         }
     }
 }

@@ -148,7 +148,7 @@ impl SqliteStore {
                     ":keep": keep,
                     ":starting": now - STARTING,
                 },
-                |r| Ok((RawRun::read(r)?, r.get(11)?, r.get(12)?)),
+                |r| Ok((RawRun::read(r)?, r.get(12)?, r.get(13)?)),
             )
             .map_err(err)?;
         let mut out = Vec::new();

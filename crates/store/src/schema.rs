@@ -87,6 +87,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER runs_forget_canvas AFTER DELETE ON runs
     WHEN NOT EXISTS (SELECT 1 FROM runs WHERE canvas_hash = OLD.canvas_hash)
     BEGIN DELETE FROM canvases WHERE hash = OLD.canvas_hash; END;",
+    // 5: the options a run was started with (JSON: its model source, tool settings,
+    // limits), so `resume` continues it the same way unless told otherwise.
+    "ALTER TABLE runs ADD COLUMN options TEXT;",
 ];
 
 /// The file's schema version.

@@ -44,7 +44,8 @@ const MAX_MATCHES: usize = 20;
 /// run's row stays small, so the updates a turn makes to it stay cheap); with
 /// [`RUN_FROM`].
 pub(crate) const RUN_FIELDS: &str = "r.id, r.source, c.text, r.canvas_hash, r.status, r.parent, \
-                                     r.created_at, r.updated_at, r.turns, r.error, r.waiting";
+                                     r.created_at, r.updated_at, r.turns, r.error, r.waiting, \
+                                     r.options";
 /// The tables [`RUN_FIELDS`] come from.
 pub(crate) const RUN_FROM: &str = "runs r JOIN canvases c ON c.hash = r.canvas_hash";
 
@@ -789,6 +790,7 @@ impl Store for SqliteStore {
 /// Insert `rec` into `runs`, and its canvas into `canvases` unless it is there.
 fn insert_run(tx: &Transaction<'_>, op: Op<'_>, rec: &RunRecord) -> Result<()> {
     let waiting = rec.waiting.as_ref().map(to_json).transpose()?;
+    let options = rec.options.as_ref().map(to_json).transpose()?;
     exec(
         tx,
         op,
@@ -796,7 +798,7 @@ fn insert_run(tx: &Transaction<'_>, op: Op<'_>, rec: &RunRecord) -> Result<()> {
         params![rec.canvas_hash, rec.canvas],
     )?;
     let q = "INSERT INTO runs (id, source, canvas_hash, status, parent, created_at, updated_at, \
-             turns, error, waiting) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+             turns, error, waiting, options) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
     let p = params![
         rec.id,
         rec.source,
@@ -808,6 +810,7 @@ fn insert_run(tx: &Transaction<'_>, op: Op<'_>, rec: &RunRecord) -> Result<()> {
         rec.turns,
         rec.error,
         waiting,
+        options,
     ];
     exec(tx, op, q, p).map(drop)
 }
@@ -825,6 +828,7 @@ pub(crate) struct RawRun {
     turns: i64,
     error: Option<String>,
     waiting: Option<String>,
+    options: Option<String>,
 }
 
 impl RawRun {
@@ -842,6 +846,7 @@ impl RawRun {
             turns: r.get(8)?,
             error: r.get(9)?,
             waiting: r.get(10)?,
+            options: r.get(11)?,
         })
     }
 
@@ -859,7 +864,14 @@ impl RawRun {
                 format!("reading the pending form of run {id}")
             })?),
         };
+        let options = match self.options {
+            None => None,
+            Some(o) => Some(from_json(&o, || {
+                format!("reading the options of run {id}")
+            })?),
+        };
         Ok(RunRecord {
+            options,
             source: self.source,
             canvas: self.canvas,
             canvas_hash: self.canvas_hash,
@@ -977,6 +989,18 @@ mod tests {
         rec.updated_at = created_at;
         store.create_run(&rec).unwrap();
         rec
+    }
+
+    #[test]
+    fn a_runs_options_are_kept_with_it() {
+        let store = mem();
+        let mut rec = RunRecord::new("flow.json", "{}");
+        rec.options = Some(json!({"mock_llm": "/abs/mock.yaml", "max_parallel": 4}));
+        store.create_run(&rec).unwrap();
+        let back = store.find_run(&rec.id).unwrap();
+        assert_eq!(back.options, rec.options);
+        let plain = run(&store, "01PLAIN", 1.0);
+        assert_eq!(store.find_run(&plain.id).unwrap().options, None);
     }
 
     /// A state shaped like a real run: `nodes` components with a few outputs each.
