@@ -34,11 +34,16 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let mut run_inputs = inputs::collect(args.turn.inputs.as_deref(), &args.turn.input, &declared)?;
+    // Checked against every field of the canvas, forms' too: a bad answer is refused
+    // before anything is stored.
+    let fields = inputs::canvas_fields(&canvas);
+    let mut run_inputs = inputs::collect(args.turn.inputs.as_deref(), &args.turn.input, &fields)?;
+    let unknown = inputs::unknown_keys(&run_inputs, &fields);
     // Answers for the canvas's forms wait for their form (session::Presets); Begin gets
     // the rest, as RAGFlow's API would.
     run_inputs.retain(|k, _| declared.contains_key(k) || !form_field(&canvas, k));
     ask_missing_begin_inputs(&canvas, &declared, &mut run_inputs, &args.turn)?;
+    inputs::warn_unknown(&label, &unknown);
     // Setup errors (a missing key, a bad llm.yaml or mock script) come before the run
     // is stored, so they leave no run behind.
     let models = args.turn.models.setup()?;

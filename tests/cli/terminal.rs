@@ -157,6 +157,11 @@ fn have_python() -> bool {
 /// `canvas run FORM -q book --format jsonl` on a pty, answered by [`steps`]; stdout
 /// goes to `stdout_file` when given.
 fn run_on_pty(dir: &Path, stdout_file: Option<&Path>) -> Session {
+    run_form_on_pty(dir, &steps(), stdout_file)
+}
+
+/// `canvas run FORM -q book --format jsonl` on a pty, answered by `steps`.
+fn run_form_on_pty(dir: &Path, steps: &Value, stdout_file: Option<&Path>) -> Session {
     let flow = dir.join("form.json");
     std::fs::write(&flow, FORM).unwrap();
     let bin = assert_cmd::cargo::cargo_bin("canvas");
@@ -171,7 +176,7 @@ fn run_on_pty(dir: &Path, stdout_file: Option<&Path>) -> Session {
         "--store",
         dir.join("s.db")
     ]);
-    pty(dir, &argv, &steps(), stdout_file, &[("NO_COLOR", "1")])
+    pty(dir, &argv, steps, stdout_file, &[("NO_COLOR", "1")])
 }
 
 /// Run `argv` on a pty played by [`DRIVER`] with `steps`, in a clean environment
@@ -312,6 +317,37 @@ fn prompts_stay_off_stdout() {
         s.terminal
     );
     assert!(!s.terminal.contains("{\"event\""), "{}", s.terminal);
+}
+
+#[test]
+fn a_yes_no_question_asks_again_for_a_word_that_is_not_yes_or_no() {
+    if !have_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // `maybe` has a y in it: it is neither yes nor no, so the question comes again.
+    let steps = json!([
+        ["Destination: ", "Rome\r"],
+        ["Guests (whole number): ", "3\r"],
+        ["Breakfast [y/n]", "maybe\r"],
+        ["is not yes or no", null],
+        ["Breakfast [y/n]", "no\r"],
+        ["Room:", "j\r"]
+    ]);
+    let s = run_form_on_pty(dir.path(), &steps, None);
+    check_session(&s);
+    let evs: Vec<Value> = s
+        .terminal
+        .lines()
+        .filter_map(|l| l.find("{\"event\"").map(|i| l[i..].trim_end_matches('\r')))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let content = finished_content(&evs);
+    assert!(
+        content.contains("breakfast=false"),
+        "{content}\n{}",
+        s.terminal
+    );
 }
 
 /// The trip example: three model nodes in parallel, then a form (days, pace), then

@@ -66,7 +66,7 @@ fn is_optional(def: &Value) -> bool {
 }
 
 /// How an option is shown and matched: strings as they are, anything else as JSON.
-fn option_text(v: &Value) -> String {
+pub fn option_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -116,23 +116,28 @@ pub fn parse_answer(def: &Value, raw: &str) -> Result<Value, String> {
                 Ok(Value::String(path.to_string_lossy().into_owned()))
             }
         }
-        FieldKind::Options(list) => {
-            if let Some(v) = list.iter().find(|v| option_text(v) == text) {
-                return Ok(v.clone());
-            }
-            // A case slip is forgiven only when it cannot pick the wrong option.
-            let folded: Vec<&Value> = list
-                .iter()
-                .filter(|v| option_text(v).to_lowercase() == text.to_lowercase())
-                .collect();
-            match folded.as_slice() {
-                [one] => Ok((*one).clone()),
-                _ => Err(format!(
-                    "{text:?} is not one of: {}",
-                    list.iter().map(option_text).collect::<Vec<_>>().join(", ")
-                )),
-            }
-        }
+        FieldKind::Options(list) => pick_option(&list, text).ok_or_else(|| {
+            format!(
+                "{text:?} is not one of: {}",
+                list.iter().map(option_text).collect::<Vec<_>>().join(", ")
+            )
+        }),
+    }
+}
+
+/// The option `text` names: the one shown exactly so, else the only one equal to it
+/// ignoring case (a case slip is forgiven only when it cannot pick the wrong option).
+pub fn pick_option(list: &[Value], text: &str) -> Option<Value> {
+    if let Some(v) = list.iter().find(|v| option_text(v) == text) {
+        return Some(v.clone());
+    }
+    let folded: Vec<&Value> = list
+        .iter()
+        .filter(|v| option_text(v).to_lowercase() == text.to_lowercase())
+        .collect();
+    match folded.as_slice() {
+        [one] => Some((*one).clone()),
+        _ => None,
     }
 }
 
@@ -164,11 +169,20 @@ fn prompt_text(key: &str, def: &Value) -> String {
         FieldKind::Paragraph => notes.push("end with an empty line"),
         FieldKind::Line | FieldKind::Boolean | FieldKind::Options(_) => {}
     }
-    if notes.is_empty() {
+    let mut text = if notes.is_empty() {
         label.to_string()
     } else {
         format!("{label} ({})", notes.join(", "))
+    };
+    if field_kind(def) == FieldKind::Boolean {
+        // The capital letter is what Enter alone answers.
+        text.push_str(match def.get("value") {
+            Some(Value::Bool(true)) => " [Y/n]",
+            Some(Value::Bool(false)) => " [y/N]",
+            _ => " [y/n]",
+        });
     }
+    text
 }
 
 /// The field's current value as the text offered by default (a Begin input may carry
@@ -242,22 +256,6 @@ fn ask_field(key: &str, def: &Value, term: &Term, theme: &dyn Theme) -> io::Resu
     let prompt = prompt_text(key, def);
     let optional = is_optional(def);
     match field_kind(def) {
-        FieldKind::Boolean => {
-            // Waiting for Enter makes a stray key harmless and lets Enter alone skip an
-            // optional field.
-            let mut confirm = Confirm::with_theme(theme)
-                .with_prompt(prompt)
-                .wait_for_newline(true);
-            if let Some(b) = def.get("value").and_then(Value::as_bool) {
-                confirm = confirm.default(b);
-            }
-            let answer = if optional {
-                confirm.interact_on_opt(term)
-            } else {
-                confirm.interact_on(term).map(Some)
-            };
-            Ok(restore_cursor(term, answer)?.map_or(Value::Null, Value::Bool))
-        }
         FieldKind::Options(list) => {
             let mut items: Vec<String> = list.iter().map(option_text).collect();
             if optional {
@@ -287,7 +285,15 @@ fn ask_field(key: &str, def: &Value, term: &Term, theme: &dyn Theme) -> io::Resu
                         parse_answer(def, s).map(|_| ())
                     }
                 });
-            if let Some(d) = default_text(def) {
+            // Yes/no is typed and checked like any answer, so that a word that merely
+            // contains a y or an n (`maybe`) is asked again rather than taken.
+            let yes_no = (field_kind(def) == FieldKind::Boolean)
+                .then(|| def.get("value").and_then(Value::as_bool))
+                .flatten();
+            if let Some(b) = yes_no {
+                let answer = if b { "yes" } else { "no" };
+                input = input.default(answer.to_string()).show_default(false);
+            } else if let Some(d) = default_text(def) {
                 input = input.default(d);
             }
             let raw = input.interact_on(term)?;
@@ -520,6 +526,11 @@ mod tests {
         assert!(parse_answer(&def, "Double").is_err());
         let numbers = json!({"type": "options", "options": [1, 2]});
         assert_eq!(parse_answer(&numbers, "2"), Ok(json!(2)));
+        assert_eq!(
+            pick_option(&[json!("a"), json!("b")], "B"),
+            Some(json!("b"))
+        );
+        assert_eq!(pick_option(&[json!("a")], "c"), None);
     }
 
     #[test]
@@ -556,7 +567,10 @@ mod tests {
         );
         assert_eq!(prompt_text("n", &field("integer")), "F (whole number)");
         assert_eq!(prompt_text("n", &optional("object")), "F (optional, JSON)");
-        assert_eq!(prompt_text("n", &optional("boolean")), "F (optional)");
+        assert_eq!(prompt_text("n", &optional("boolean")), "F (optional) [y/n]");
+        assert_eq!(prompt_text("n", &field("bool")), "F [y/n]");
+        let yes = json!({"name": "F", "type": "boolean", "value": true});
+        assert_eq!(prompt_text("n", &yes), "F [Y/n]");
         assert_eq!(
             prompt_text("n", &field("paragraph")),
             "F (end with an empty line)"
