@@ -143,6 +143,58 @@ pub fn warn_unknown(label: &str, unknown: &[Unknown]) {
     }
 }
 
+/// The required Begin inputs that `given` lacks. Begin never pauses for them (RAGFlow
+/// reads a missing one as empty); with no inputs at all, a non-empty query fills a lone
+/// declared field, as Begin does.
+pub fn missing_begin_inputs(declared: &Object, given: &Object, query: &str) -> Object {
+    if given.is_empty() && !query.is_empty() && declared.len() == 1 {
+        return Object::new();
+    }
+    declared
+        .iter()
+        .filter(|(k, def)| {
+            !given.contains_key(*k) && def.get("optional").and_then(Value::as_bool) != Some(true)
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// The error for required Begin inputs not given: names them and how to give them (a
+/// mistyped key given instead is pointed at).
+pub fn missing_error(label: &str, missing: &Object, unknown: &[Unknown]) -> CliError {
+    let names: Vec<String> = missing
+        .iter()
+        .map(|(k, def)| match def.get("name").and_then(Value::as_str) {
+            Some(n) if !n.trim().is_empty() && n != k => format!("{k:?} ({})", n.trim()),
+            _ => format!("{k:?}"),
+        })
+        .collect();
+    let (noun, verb, them) = if names.len() == 1 {
+        ("input", "is", "it")
+    } else {
+        ("inputs", "are", "them")
+    };
+    let flags: Vec<String> = missing.keys().map(|k| format!("-i {k}=…")).collect();
+    let give = format!("with {} (or --inputs FILE)", flags.join(" "));
+    let typos: Vec<String> = unknown
+        .iter()
+        .filter_map(|u| {
+            let near = u.near.as_ref().filter(|n| missing.contains_key(*n))?;
+            Some(format!("{near:?} for {:?}", u.key))
+        })
+        .collect();
+    let hint = if typos.is_empty() {
+        format!("give {them} {give}")
+    } else {
+        format!("did you mean {}? Give {them} {give}", typos.join(", "))
+    };
+    CliError::invalid(format!(
+        "{label}: Begin {noun} {} {verb} required and not given",
+        names.join(", ")
+    ))
+    .hint(hint)
+}
+
 /// Wrap a bare value as `{value}`; an object that already has `value` is kept. The
 /// declared field type is added when missing.
 fn api_shape(v: Value, decl: Option<&Value>) -> Value {
@@ -380,5 +432,22 @@ mod tests {
         assert!(checked("p", json!(4), d.get("p")).is_err());
         assert_eq!(ok("undeclared", json!([1])), json!([1]));
         assert_eq!(ok("n", Value::Null), Value::Null);
+    }
+
+    #[test]
+    fn missing_begin_inputs_follow_begin() {
+        let declared = json!({"a": {"type": "line"}, "b": {"type": "line", "optional": true}});
+        let declared = declared.as_object().unwrap();
+        let none = Object::new();
+        let missing = missing_begin_inputs(declared, &none, "");
+        assert_eq!(missing.keys().collect::<Vec<_>>(), ["a"]);
+        // Two declared fields: the query fills neither.
+        assert_eq!(missing_begin_inputs(declared, &none, "q").len(), 1);
+        let lone = json!({"a": {"type": "line"}});
+        let lone = lone.as_object().unwrap();
+        assert!(missing_begin_inputs(lone, &none, "q").is_empty());
+        assert_eq!(missing_begin_inputs(lone, &none, "").len(), 1);
+        let given = json!({"a": {"value": "x"}});
+        assert!(missing_begin_inputs(declared, given.as_object().unwrap(), "").is_empty());
     }
 }

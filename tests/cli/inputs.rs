@@ -232,3 +232,70 @@ fn inputs_api_shaped_entries_are_passed_on_with_a_warning() {
         "{content}"
     );
 }
+
+#[test]
+fn inputs_a_missing_begin_input_is_named_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let out = trip(&[], &store);
+    expect_code(&out, 2, "no destination");
+    let err = stderr(&out);
+    let line = one_error(&err);
+    assert!(
+        line.ends_with(
+            r#"trip.yaml: Begin input "destination" (Destination) is required and not given"#
+        ),
+        "{line}"
+    );
+    assert!(
+        err.contains("hint: give it with -i destination=… (or --inputs FILE)"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "nothing ran");
+    nothing_stored(&store);
+
+    // A mistyped key is pointed at.
+    let out = trip(&["-i", "destinaton=Lisbon"], &store);
+    expect_code(&out, 2, "a mistyped destination");
+    let err = stderr(&out);
+    assert!(
+        err.contains(r#"hint: did you mean "destination" for "destinaton"?"#),
+        "{err}"
+    );
+    nothing_stored(&store);
+
+    // Only the required ones are named.
+    let router = canvases().join("router.yaml");
+    let out = cli(
+        &[
+            "run",
+            router.to_str().unwrap(),
+            "-q",
+            "down",
+            "-i",
+            "priority=low",
+        ],
+        &store,
+    );
+    expect_code(&out, 2, "router without affected");
+    let line = one_error(&stderr(&out));
+    assert!(line.contains(r#"Begin input "affected""#), "{line}");
+    assert!(!line.contains("priority"), "{line}");
+    nothing_stored(&store);
+}
+
+/// Begin gives a lone declared field the query when no inputs are given (RAGFlow's
+/// Begin does): that field is not missing.
+#[test]
+fn inputs_a_lone_begin_input_takes_the_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let out = trip(&["-q", "Lisbon"], &store);
+    expect_code(&out, 3, "the query as the destination");
+    let evs = events(&out.stdout);
+    let begin = evs
+        .iter()
+        .find(|e| e["event"] == "node_finished" && e["data"]["component_id"] == "begin")
+        .unwrap();
+    assert_eq!(begin["data"]["outputs"]["destination"], "Lisbon");
+}

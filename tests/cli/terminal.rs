@@ -539,3 +539,26 @@ fn resume_with_some_answers_asks_only_the_rest_on_the_terminal() {
     assert!(!shown.contains("Days"), "Days was asked again:\n{shown}");
     assert!(shown.contains("6 days, relaxed pace."), "{shown}");
 }
+
+#[test]
+fn a_missing_begin_input_is_asked_on_the_terminal() {
+    if !have_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("canvas");
+    let argv = json!([
+        bin,
+        "run",
+        canvases().join("trip.yaml"),
+        "--mock-llm",
+        canvases().join("trip.mock.yaml"),
+        "--store",
+        dir.path().join("s.db")
+    ]);
+    let steps = json!([["Destination", "Lisbon\r"], ["Days", "3\r"], ["Pace", "\r"]]);
+    let s = pty(dir.path(), &argv, &steps, None, &[("NO_COLOR", "1")]);
+    check_session(&s);
+    let shown = screen_lines(&s.terminal).join("\n");
+    assert!(shown.contains("Lisbon: 3 days, relaxed pace."), "{shown}");
+}
