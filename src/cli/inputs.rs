@@ -7,8 +7,9 @@
 //! RAGFlow's API takes it, unchecked there too, with a warning when it does not fit.
 
 use std::collections::HashSet;
+use std::io::Read;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use serde_json::{Value, json};
 
@@ -66,7 +67,8 @@ pub fn collect(
                 .hint("canvas run flow.json -i name=Ada"));
         };
         let k = k.trim();
-        let value = typed(k, raw, declared.get(k))?;
+        let raw = at_file(raw).map_err(|e| CliError::invalid(format!("input {k:?}: {e}")))?;
+        let value = typed(k, &raw, declared.get(k))?;
         out.insert(k.to_string(), api_shape(value, declared.get(k)));
     }
     Ok(out)
@@ -351,6 +353,57 @@ fn warn_unfit(path: &Path, key: &str, entry: &Object, decl: Option<&Value>) {
     }
 }
 
+/// Stdin, read once: `-q @-` and `-i KEY=@-` share it.
+static STDIN: OnceLock<Result<String, String>> = OnceLock::new();
+
+/// Whether a `@-` value has read stdin already (the canvas cannot come from there too).
+pub fn stdin_taken() -> bool {
+    STDIN.get().is_some()
+}
+
+/// Whether any `-i` value reads stdin (`KEY=@-`).
+pub fn pairs_read_stdin(pairs: &[String]) -> bool {
+    pairs
+        .iter()
+        .any(|p| p.split_once('=').is_some_and(|(_, v)| v == "@-"))
+}
+
+/// A value given as `@FILE` (the file's text), `@-` (stdin) or `@@…` (the text after
+/// the first `@`); any other value as it is. One trailing newline of a file is dropped:
+/// files and pipes end their last line with one.
+pub fn at_file(raw: &str) -> Result<std::borrow::Cow<'_, str>, String> {
+    let Some(rest) = raw.strip_prefix('@') else {
+        return Ok(raw.into());
+    };
+    if rest.starts_with('@') {
+        return Ok(rest.into());
+    }
+    let text = match rest {
+        "" => return Err("`@` needs a file name (`@@` starts a value with a literal @)".into()),
+        "-" => STDIN
+            .get_or_init(|| {
+                let mut s = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut s)
+                    .map(|_| s)
+                    .map_err(|e| format!("cannot read stdin: {e}"))
+            })
+            .clone()?,
+        path => std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?,
+    };
+    let text = text
+        .strip_suffix('\n')
+        .map(|t| t.strip_suffix('\r').unwrap_or(t))
+        .map(str::to_string)
+        .unwrap_or(text);
+    Ok(text.into())
+}
+
+/// clap's parser of `-q`: `@FILE`, `@-` and `@@` as [`at_file`] reads them.
+pub fn query_value(raw: &str) -> Result<String, String> {
+    at_file(raw).map(std::borrow::Cow::into_owned)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -449,5 +502,21 @@ mod tests {
         assert_eq!(missing_begin_inputs(lone, &none, "").len(), 1);
         let given = json!({"a": {"value": "x"}});
         assert!(missing_begin_inputs(declared, given.as_object().unwrap(), "").is_empty());
+    }
+
+    #[test]
+    fn at_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("q.txt");
+        std::fs::write(&path, "line one\nline two\n").unwrap();
+        let arg = format!("@{}", path.display());
+        assert_eq!(at_file(&arg).unwrap(), "line one\nline two");
+        assert_eq!(at_file("@@handle").unwrap(), "@handle");
+        assert_eq!(at_file("plain @ text").unwrap(), "plain @ text");
+        assert!(at_file("@").is_err());
+        let err = at_file("@/nonexistent/q.txt").unwrap_err();
+        assert!(err.starts_with("cannot read /nonexistent/q.txt"), "{err}");
+        assert!(pairs_read_stdin(&["k=@-".into()]));
+        assert!(!pairs_read_stdin(&["k=@@-".into()]));
     }
 }

@@ -25,6 +25,12 @@ pub struct RunArgs {
 /// Run `canvas run`.
 pub fn exec(args: RunArgs) -> Result<u8, CliError> {
     let label = args.file.display().to_string();
+    if label == "-" && (inputs::stdin_taken() || inputs::pairs_read_stdin(&args.turn.input)) {
+        return Err(
+            CliError::invalid("stdin can carry the canvas (-) or a value (@-), not both")
+                .hint("give the canvas as a file, or the value as @FILE"),
+        );
+    }
     let loaded = dsl::load_path(&args.file).map_err(|e| super::error::unreadable(&label, e))?;
     let canvas = Canvas::compile(loaded.dsl, &Registry)
         .map_err(|e| super::error::uncompilable(&label, &e))?;

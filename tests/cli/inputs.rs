@@ -299,3 +299,88 @@ fn inputs_a_lone_begin_input_takes_the_query() {
         .unwrap();
     assert_eq!(begin["data"]["outputs"]["destination"], "Lisbon");
 }
+
+/// The text `hello.json` answers for a query: `You said "QUERY".`.
+fn said(out: &std::process::Output) -> String {
+    let evs = events(&out.stdout);
+    let content = evs.last().unwrap()["data"]["outputs"]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    content
+        .strip_prefix("You said \"")
+        .and_then(|c| c.strip_suffix("\"."))
+        .unwrap_or_else(|| panic!("not hello's answer: {content:.200}"))
+        .to_string()
+}
+
+/// A query longer than one argument may be (128 KiB on Linux) comes from a file with
+/// `-q @FILE`, or from stdin with `-q @-`; `@@` starts a query with a literal `@`.
+#[test]
+fn inputs_a_query_too_long_for_argv_comes_from_a_file_or_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let hello = canvases().join("hello.json");
+    let hello = hello.to_str().unwrap();
+    let long = "word ".repeat(40_000);
+    let file = dir.path().join("query.txt");
+    std::fs::write(&file, format!("{long}\n")).unwrap();
+    let at = format!("@{}", file.display());
+    let out = cli(&["run", hello, "-q", &at, "--format", "jsonl"], &store);
+    expect_code(&out, 0, "-q @FILE");
+    assert_eq!(said(&out), long, "the file's text, less its last newline");
+
+    let out = crate::harness::CanvasCli::new()
+        .args(["run", hello, "-q", "@-", "--format", "jsonl", "--store"])
+        .arg(&store)
+        .stdin("from a pipe\n")
+        .run()
+        .code(0)
+        .into_output();
+    assert_eq!(said(&out), "from a pipe");
+
+    let out = cli(
+        &["run", hello, "-q", "@@handle", "--format", "jsonl"],
+        &store,
+    );
+    expect_code(&out, 0, "-q @@");
+    assert_eq!(said(&out), "@handle");
+
+    let out = cli(&["run", hello, "-q", "@/nonexistent/q.txt"], &store);
+    expect_code(&out, 2, "-q @missing");
+    assert!(
+        stderr(&out).contains("cannot read /nonexistent/q.txt"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn inputs_a_value_comes_from_a_file_with_at() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let file = dir.path().join("dest.txt");
+    std::fs::write(&file, "Lisbon\n").unwrap();
+    let out = trip(&["-i", &format!("destination=@{}", file.display())], &store);
+    expect_code(&out, 3, "-i KEY=@FILE");
+    let evs = events(&out.stdout);
+    let begin = evs
+        .iter()
+        .find(|e| e["event"] == "node_finished" && e["data"]["component_id"] == "begin")
+        .unwrap();
+    assert_eq!(begin["data"]["outputs"]["destination"], "Lisbon");
+
+    // stdin cannot carry both the canvas and a value.
+    let out = crate::harness::CanvasCli::new()
+        .args(["run", "-", "-i", "destination=@-", "--store"])
+        .arg(&store)
+        .stdin(std::fs::read(canvases().join("trip.yaml")).unwrap())
+        .run()
+        .code(2)
+        .into_output();
+    let line = one_error(&stderr(&out));
+    assert!(
+        line.contains("stdin can carry the canvas (-) or a value (@-), not both"),
+        "{line}"
+    );
+}
