@@ -562,3 +562,30 @@ fn a_missing_begin_input_is_asked_on_the_terminal() {
     let shown = screen_lines(&s.terminal).join("\n");
     assert!(shown.contains("Lisbon: 3 days, relaxed pace."), "{shown}");
 }
+
+/// Ctrl-D at the chat's prompt ends the chat, as the prompt says: exit 0, and the run
+/// stays stored with the turns it had.
+#[test]
+fn ctrl_d_ends_a_chat() {
+    if !have_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let flow = dir.path().join("echo.json");
+    std::fs::write(&flow, crate::chat::ECHO).unwrap();
+    let store = dir.path().join("s.db");
+    let bin = assert_cmd::cargo::cargo_bin("canvas");
+    let argv = json!([bin, "chat", flow, "--store", store]);
+    let steps = json!([
+        ["Ctrl-D ends the chat", null],
+        ["you: ", "hello\r"],
+        ["turn1:hello", null],
+        ["you: ", "\u{4}"]
+    ]);
+    let s = pty(dir.path(), &argv, &steps, None, &[("NO_COLOR", "1")]);
+    check_session(&s);
+    let runs = crate::util::runs(&store);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["turns"], 1);
+    assert_eq!(runs[0]["status"], "succeeded");
+}

@@ -10,7 +10,7 @@
 use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 
-use dialoguer::console::{Term, colors_enabled_stderr};
+use dialoguer::console::{Key, Term, colors_enabled_stderr, measure_text_width};
 use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
 use dialoguer::{Confirm, Input, Select};
 use serde_json::{Map, Value};
@@ -370,6 +370,48 @@ pub fn confirm(question: &str, term: &Term) -> io::Result<bool> {
         .wait_for_newline(true)
         .interact_on_opt(term);
     Ok(restore_cursor(term, answer)?.unwrap_or(false))
+}
+
+/// Read one line typed on `term` after `prompt`, as a chat reads its messages: `None`
+/// at the end of input, that is Ctrl-D on an empty line (as a shell takes it) or a
+/// closed terminal. Printable characters and Backspace edit the line, Enter ends it.
+/// Raw mode delivers Ctrl-D as a character, and dialoguer's text input drops control
+/// characters, so it could never end a chat: this reads the keys itself.
+pub fn read_line(prompt: &str, term: &Term) -> io::Result<Option<String>> {
+    if !term.is_term() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotConnected,
+            "cannot read a line: not a terminal",
+        ));
+    }
+    term.write_str(&format!("{prompt}: "))?;
+    term.flush()?;
+    let mut line = String::new();
+    loop {
+        match term.read_key() {
+            Ok(Key::Enter) => {
+                term.write_line("")?;
+                return Ok(Some(line));
+            }
+            Ok(Key::Char('\x04')) if line.is_empty() => {
+                term.write_line("")?;
+                return Ok(None);
+            }
+            Ok(Key::Backspace) => {
+                if let Some(c) = line.pop() {
+                    term.clear_chars(measure_text_width(&c.to_string()))?;
+                }
+            }
+            Ok(Key::Char(c)) if !c.is_control() => {
+                line.push(c);
+                term.write_str(c.encode_utf8(&mut [0; 4]))?;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        term.flush()?;
+    }
 }
 
 /// Whether a form may be asked: stdin and stderr are terminals, `--non-interactive` was
