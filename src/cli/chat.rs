@@ -68,7 +68,7 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
         .and_then(Value::as_str)
         .filter(|p| !p.trim().is_empty())
     {
-        eprintln!("{p}");
+        eprintln!("{}", canvas_ui::visible(p));
     }
     if tty {
         eprintln!("(an empty line or Ctrl-D ends the chat)");

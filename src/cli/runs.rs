@@ -92,7 +92,11 @@ pub fn exec(args: RunsArgs) -> Result<u8, CliError> {
             eprintln!("no {which}runs in {}", args.store.path().display());
             exit::OK
         }
-        RunsFormat::Table => write_stdout(|out| out.write_all(table(&runs).as_bytes()))?,
+        RunsFormat::Table => {
+            // A canvas path may hold any character but a slash and NUL.
+            let text = table(&runs);
+            write_stdout(|out| out.write_all(canvas_ui::visible(&text).as_bytes()))?
+        }
     };
     if let Some(line) = footer {
         eprintln!("{line}");

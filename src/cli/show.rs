@@ -69,6 +69,9 @@ pub fn exec(args: ShowArgs) -> Result<u8, CliError> {
                 runs_word(size.runs)
             );
             let text = summary(&rec, events, &store);
+            // The error and the tips may quote model text: no control character gets
+            // to the terminal as it is.
+            let text = canvas_ui::visible(&text);
             write_stdout(|out| out.write_all(text.as_bytes()))
         }
     }

@@ -589,3 +589,68 @@ fn ctrl_d_ends_a_chat() {
     assert_eq!(runs[0]["turns"], 1);
     assert_eq!(runs[0]["status"], "succeeded");
 }
+
+/// A model answer and a query carrying escape sequences: on the terminal their control
+/// characters are shown (`^[`), never obeyed; the run's own colors stay.
+#[test]
+fn control_characters_from_queries_and_models_are_shown_not_obeyed() {
+    if !have_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let flow = dir.path().join("echo.json");
+    let canvas = json!({"components": {
+        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["LLM:A"]},
+        "LLM:A": {"obj": {"component_name": "LLM", "params": {"llm_id": "mock@Mock",
+            "sys_prompt": "s", "prompts": [{"role": "user", "content": "{sys.query}"}]}},
+            "downstream": ["Message:M"]},
+        "Message:M": {"obj": {"component_name": "Message", "params": {"content": [
+            "model: {LLM:A@content} query: {sys.query} end"]}}, "downstream": []}}});
+    std::fs::write(&flow, canvas.to_string()).unwrap();
+    let mock = dir.path().join("mock.json");
+    let answer = "clear\u{1b}[2J\u{1b}[H";
+    std::fs::write(&mock, json!({"rules": [], "default": answer}).to_string()).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("canvas");
+    let query = "title\u{1b}]0;owned\u{7}\rfake";
+    let argv = json!([
+        bin,
+        "run",
+        flow,
+        "-q",
+        query,
+        "--mock-llm",
+        mock,
+        "--store",
+        dir.path().join("s.db")
+    ]);
+    let s = pty(dir.path(), &argv, &json!([]), None, &[]);
+    check_session(&s);
+    for raw in ["\u{1b}[2J", "\u{1b}[H", "\u{1b}]0;", "\u{7}", "\rfake"] {
+        assert!(
+            !s.terminal.contains(raw),
+            "{raw:?} reached the terminal:\n{:?}",
+            s.terminal
+        );
+    }
+    let shown = screen_lines(&s.terminal).join("\n");
+    // (A streamed Message drops the spaces around references, as RAGFlow's does.)
+    assert!(
+        shown.contains("model:clear^[[2J^[[Hquery:title^[]0;owned^G^Mfakeend"),
+        "{shown}"
+    );
+    assert!(colors(&s.terminal) > 0, "the run's own colors are gone");
+    // JSON lines carry the text exactly (JSON escapes it); the text replay shows it.
+    let store = dir.path().join("s.db");
+    let evs = crate::util::stored_events(&store, "latest");
+    let content = crate::util::final_content(&evs).unwrap();
+    assert!(
+        content.contains(answer) && content.contains(query),
+        "{content:?}"
+    );
+    let out = crate::util::cli(&["events", "latest", "--format", "text"], &store);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains('\u{1b}') && text.contains("clear^[[2J"),
+        "{text:?}"
+    );
+}
