@@ -115,7 +115,16 @@ fn summary(rec: &RunRecord, events: usize, store: &str) -> String {
             .unwrap_or(0);
         for f in &fields {
             let need = if f.optional { "optional" } else { "required" };
-            let _ = writeln!(s, "    {:<width$}  {:<ty_width$}  {need}", f.key, f.ty);
+            let line = format!("    {:<width$}  {:<ty_width$}  {need}", f.key, f.ty);
+            // An options field takes only its options: say which.
+            match f.options.as_deref() {
+                Some(options) => {
+                    let _ = writeln!(s, "{line}  one of: {}", options.join(", "));
+                }
+                None => {
+                    let _ = writeln!(s, "{line}");
+                }
+            }
         }
         let tips = form
             .get("tips")
@@ -136,6 +145,8 @@ struct FormField {
     key: String,
     ty: String,
     optional: bool,
+    /// The choices of an options field.
+    options: Option<Vec<String>>,
 }
 
 /// The fields of a pending form (`{"inputs": {key: definition}, "tips": ...}`).
@@ -156,6 +167,12 @@ fn form_fields(form: &Value) -> Vec<FormField> {
                 .get("optional")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            options: match canvas_ui::prompt::field_kind(def) {
+                canvas_ui::prompt::FieldKind::Options(list) => {
+                    Some(list.iter().map(canvas_ui::prompt::option_text).collect())
+                }
+                _ => None,
+            },
         })
         .collect()
 }
@@ -199,7 +216,8 @@ mod tests {
         r.waiting = Some(json!({
             "inputs": {
                 "name": {"name": "Name", "type": "line", "optional": false},
-                "note": {"name": "Note", "type": "paragraph", "optional": true}
+                "note": {"name": "Note", "type": "paragraph", "optional": true},
+                "room": {"name": "Room", "type": "options", "options": ["Single", "Suite"], "optional": true}
             },
             "tips": "Name?"
         }));
@@ -220,6 +238,10 @@ mod tests {
         );
         assert!(s.contains("    name  line       required\n"), "{s}");
         assert!(s.contains("    note  paragraph  optional\n"), "{s}");
+        assert!(
+            s.contains("    room  options    optional  one of: Single, Suite\n"),
+            "{s}"
+        );
         assert!(s.contains("  tips:    Name?\n"), "{s}");
         assert!(
             s.ends_with(&format!("next: canvas resume {} -i name=…\n", r.id)),

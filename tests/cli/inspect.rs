@@ -453,3 +453,28 @@ fn runs_says_how_many_older_runs_a_page_leaves_out() {
     assert_eq!(rows.as_array().unwrap().len(), 20);
     assert!(err.contains("2 older runs not shown"), "{err}");
 }
+
+/// `canvas show` of a run waiting on a form lists an options field's choices.
+#[test]
+fn show_lists_the_choices_of_a_waiting_options_field() {
+    let f = Fixture::new();
+    let trip = canvases().join("trip.yaml");
+    let mock = canvases().join("trip.mock.yaml");
+    let (code, _, err) = f.cmd(&[
+        "run",
+        path_str(&trip),
+        "-i",
+        "destination=Lisbon",
+        "--mock-llm",
+        path_str(&mock),
+        "--format",
+        "jsonl",
+    ]);
+    assert_eq!(code, Some(3), "{err}");
+    let shown = f.ok(&["show", "latest"]);
+    assert!(shown.contains("    days  integer  required\n"), "{shown}");
+    assert!(
+        shown.contains("    pace  options  required  one of: relaxed, packed\n"),
+        "{shown}"
+    );
+}
