@@ -41,10 +41,10 @@ Register-ArgumentCompleter -Native -CommandName 'canvas' -ScriptBlock {
             break
         }
         'canvas;run' {
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, '`sys.query` for this turn')
-            [CompletionResult]::new('--query', '--query', [CompletionResultType]::ParameterName, '`sys.query` for this turn')
-            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'A Begin input or form field, as KEY=VALUE (repeatable)')
-            [CompletionResult]::new('--input', '--input', [CompletionResultType]::ParameterName, 'A Begin input or form field, as KEY=VALUE (repeatable)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, '`sys.query` (@FILE: read from a file, @-: from stdin, @@: a literal @)')
+            [CompletionResult]::new('--query', '--query', [CompletionResultType]::ParameterName, '`sys.query` (@FILE: read from a file, @-: from stdin, @@: a literal @)')
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'A Begin input or form field, KEY=VALUE, repeatable (VALUE may be @FILE)')
+            [CompletionResult]::new('--input', '--input', [CompletionResultType]::ParameterName, 'A Begin input or form field, KEY=VALUE, repeatable (VALUE may be @FILE)')
             [CompletionResult]::new('--inputs', '--inputs', [CompletionResultType]::ParameterName, 'A JSON or YAML file mapping field keys to values')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'text (default on a terminal), jsonl (one event per line) or sse')
             [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'Store [default: ~/.local/share/canvas/canvas.db]')
@@ -71,10 +71,10 @@ Register-ArgumentCompleter -Native -CommandName 'canvas' -ScriptBlock {
         }
         'canvas;resume' {
             [CompletionResult]::new('--canvas-changed', '--canvas-changed', [CompletionResultType]::ParameterName, 'Run the stored canvas even if its file changed since the run started')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, '`sys.query` for this turn')
-            [CompletionResult]::new('--query', '--query', [CompletionResultType]::ParameterName, '`sys.query` for this turn')
-            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'A Begin input or form field, as KEY=VALUE (repeatable)')
-            [CompletionResult]::new('--input', '--input', [CompletionResultType]::ParameterName, 'A Begin input or form field, as KEY=VALUE (repeatable)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, '`sys.query` (@FILE: read from a file, @-: from stdin, @@: a literal @)')
+            [CompletionResult]::new('--query', '--query', [CompletionResultType]::ParameterName, '`sys.query` (@FILE: read from a file, @-: from stdin, @@: a literal @)')
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'A Begin input or form field, KEY=VALUE, repeatable (VALUE may be @FILE)')
+            [CompletionResult]::new('--input', '--input', [CompletionResultType]::ParameterName, 'A Begin input or form field, KEY=VALUE, repeatable (VALUE may be @FILE)')
             [CompletionResult]::new('--inputs', '--inputs', [CompletionResultType]::ParameterName, 'A JSON or YAML file mapping field keys to values')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'text (default on a terminal), jsonl (one event per line) or sse')
             [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'Store [default: ~/.local/share/canvas/canvas.db]')
@@ -100,10 +100,10 @@ Register-ArgumentCompleter -Native -CommandName 'canvas' -ScriptBlock {
             break
         }
         'canvas;chat' {
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, '`sys.query` for this turn')
-            [CompletionResult]::new('--query', '--query', [CompletionResultType]::ParameterName, '`sys.query` for this turn')
-            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'A Begin input or form field, as KEY=VALUE (repeatable)')
-            [CompletionResult]::new('--input', '--input', [CompletionResultType]::ParameterName, 'A Begin input or form field, as KEY=VALUE (repeatable)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, '`sys.query` (@FILE: read from a file, @-: from stdin, @@: a literal @)')
+            [CompletionResult]::new('--query', '--query', [CompletionResultType]::ParameterName, '`sys.query` (@FILE: read from a file, @-: from stdin, @@: a literal @)')
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'A Begin input or form field, KEY=VALUE, repeatable (VALUE may be @FILE)')
+            [CompletionResult]::new('--input', '--input', [CompletionResultType]::ParameterName, 'A Begin input or form field, KEY=VALUE, repeatable (VALUE may be @FILE)')
             [CompletionResult]::new('--inputs', '--inputs', [CompletionResultType]::ParameterName, 'A JSON or YAML file mapping field keys to values')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'text (default on a terminal), jsonl (one event per line) or sse')
             [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'Store [default: ~/.local/share/canvas/canvas.db]')

@@ -37,10 +37,10 @@ set edit:completion:arg-completer[canvas] = {|@words|
             cand man 'Print the man page (or write every page with --dir)'
         }
         &'canvas;run'= {
-            cand -q '`sys.query` for this turn'
-            cand --query '`sys.query` for this turn'
-            cand -i 'A Begin input or form field, as KEY=VALUE (repeatable)'
-            cand --input 'A Begin input or form field, as KEY=VALUE (repeatable)'
+            cand -q '`sys.query` (@FILE: read from a file, @-: from stdin, @@: a literal @)'
+            cand --query '`sys.query` (@FILE: read from a file, @-: from stdin, @@: a literal @)'
+            cand -i 'A Begin input or form field, KEY=VALUE, repeatable (VALUE may be @FILE)'
+            cand --input 'A Begin input or form field, KEY=VALUE, repeatable (VALUE may be @FILE)'
             cand --inputs 'A JSON or YAML file mapping field keys to values'
             cand --format 'text (default on a terminal), jsonl (one event per line) or sse'
             cand --store 'Store [default: ~/.local/share/canvas/canvas.db]'
@@ -66,10 +66,10 @@ set edit:completion:arg-completer[canvas] = {|@words|
         }
         &'canvas;resume'= {
             cand --canvas-changed 'Run the stored canvas even if its file changed since the run started'
-            cand -q '`sys.query` for this turn'
-            cand --query '`sys.query` for this turn'
-            cand -i 'A Begin input or form field, as KEY=VALUE (repeatable)'
-            cand --input 'A Begin input or form field, as KEY=VALUE (repeatable)'
+            cand -q '`sys.query` (@FILE: read from a file, @-: from stdin, @@: a literal @)'
+            cand --query '`sys.query` (@FILE: read from a file, @-: from stdin, @@: a literal @)'
+            cand -i 'A Begin input or form field, KEY=VALUE, repeatable (VALUE may be @FILE)'
+            cand --input 'A Begin input or form field, KEY=VALUE, repeatable (VALUE may be @FILE)'
             cand --inputs 'A JSON or YAML file mapping field keys to values'
             cand --format 'text (default on a terminal), jsonl (one event per line) or sse'
             cand --store 'Store [default: ~/.local/share/canvas/canvas.db]'
@@ -94,10 +94,10 @@ set edit:completion:arg-completer[canvas] = {|@words|
             cand --help 'Print help'
         }
         &'canvas;chat'= {
-            cand -q '`sys.query` for this turn'
-            cand --query '`sys.query` for this turn'
-            cand -i 'A Begin input or form field, as KEY=VALUE (repeatable)'
-            cand --input 'A Begin input or form field, as KEY=VALUE (repeatable)'
+            cand -q '`sys.query` (@FILE: read from a file, @-: from stdin, @@: a literal @)'
+            cand --query '`sys.query` (@FILE: read from a file, @-: from stdin, @@: a literal @)'
+            cand -i 'A Begin input or form field, KEY=VALUE, repeatable (VALUE may be @FILE)'
+            cand --input 'A Begin input or form field, KEY=VALUE, repeatable (VALUE may be @FILE)'
             cand --inputs 'A JSON or YAML file mapping field keys to values'
             cand --format 'text (default on a terminal), jsonl (one event per line) or sse'
             cand --store 'Store [default: ~/.local/share/canvas/canvas.db]'

@@ -39,8 +39,8 @@ complete -c canvas -n "__fish_canvas_needs_command" -f -a "graph" -d 'Draw a can
 complete -c canvas -n "__fish_canvas_needs_command" -f -a "components" -d 'List the components and tools this build knows, with their parameters'
 complete -c canvas -n "__fish_canvas_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, powershell, elvish)'
 complete -c canvas -n "__fish_canvas_needs_command" -f -a "man" -d 'Print the man page (or write every page with --dir)'
-complete -c canvas -n "__fish_canvas_using_subcommand run" -s q -l query -d '`sys.query` for this turn' -r
-complete -c canvas -n "__fish_canvas_using_subcommand run" -s i -l input -d 'A Begin input or form field, as KEY=VALUE (repeatable)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand run" -s q -l query -d '`sys.query` (@FILE: read from a file, @-: from stdin, @@: a literal @)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand run" -s i -l input -d 'A Begin input or form field, KEY=VALUE, repeatable (VALUE may be @FILE)' -r
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l inputs -d 'A JSON or YAML file mapping field keys to values' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l format -d 'text (default on a terminal), jsonl (one event per line) or sse' -r -f -a "text\t''
 jsonl\t''
@@ -64,8 +64,8 @@ complete -c canvas -n "__fish_canvas_using_subcommand run" -l allow-private-netw
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l allow-sql-writes -d 'Let ExeSQL run INSERT, UPDATE and DELETE (refused by default)'
 complete -c canvas -n "__fish_canvas_using_subcommand run" -s h -l help -d 'Print help'
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l canvas-changed -d 'Run the stored canvas even if its file changed since the run started' -r -f -a "ok\t''"
-complete -c canvas -n "__fish_canvas_using_subcommand resume" -s q -l query -d '`sys.query` for this turn' -r
-complete -c canvas -n "__fish_canvas_using_subcommand resume" -s i -l input -d 'A Begin input or form field, as KEY=VALUE (repeatable)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand resume" -s q -l query -d '`sys.query` (@FILE: read from a file, @-: from stdin, @@: a literal @)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand resume" -s i -l input -d 'A Begin input or form field, KEY=VALUE, repeatable (VALUE may be @FILE)' -r
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l inputs -d 'A JSON or YAML file mapping field keys to values' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l format -d 'text (default on a terminal), jsonl (one event per line) or sse' -r -f -a "text\t''
 jsonl\t''
@@ -88,8 +88,8 @@ complete -c canvas -n "__fish_canvas_using_subcommand resume" -l non-interactive
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l allow-private-network -d 'Let tools reach private addresses'
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -l allow-sql-writes -d 'Let ExeSQL run INSERT, UPDATE and DELETE (refused by default)'
 complete -c canvas -n "__fish_canvas_using_subcommand resume" -s h -l help -d 'Print help'
-complete -c canvas -n "__fish_canvas_using_subcommand chat" -s q -l query -d '`sys.query` for this turn' -r
-complete -c canvas -n "__fish_canvas_using_subcommand chat" -s i -l input -d 'A Begin input or form field, as KEY=VALUE (repeatable)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand chat" -s q -l query -d '`sys.query` (@FILE: read from a file, @-: from stdin, @@: a literal @)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand chat" -s i -l input -d 'A Begin input or form field, KEY=VALUE, repeatable (VALUE may be @FILE)' -r
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l inputs -d 'A JSON or YAML file mapping field keys to values' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l format -d 'text (default on a terminal), jsonl (one event per line) or sse' -r -f -a "text\t''
 jsonl\t''

@@ -69,7 +69,7 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
         .and_then(Value::as_str)
         .filter(|p| !p.trim().is_empty())
     {
-        eprintln!("{p}");
+        eprintln!("{}", canvas_ui::visible(p));
     }
     if tty {
         eprintln!("(an empty line or Ctrl-D ends the chat)");
@@ -147,15 +147,9 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
 /// The next message: a prompt on a terminal, else a line of stdin. `None` at the end.
 fn read_line(tty: bool, stdin: &mut impl BufRead) -> Result<Option<String>, CliError> {
     if tty {
-        let line = dialoguer::Input::<String>::new()
-            .with_prompt("you")
-            .allow_empty(true)
-            .interact_text();
-        return match line {
-            Ok(l) => Ok(Some(l)),
-            // Ctrl-C / Ctrl-D at the prompt end the chat.
-            Err(_) => Ok(None),
-        };
+        let term = dialoguer::console::Term::stderr();
+        // Ctrl-D (and a terminal that went away) ends the chat; Ctrl-C interrupts.
+        return Ok(canvas_ui::prompt::read_line("you", &term).unwrap_or(None));
     }
     let mut buf = String::new();
     match stdin.read_line(&mut buf) {

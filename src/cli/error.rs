@@ -40,14 +40,17 @@ impl CliError {
     }
 
     /// Print to stderr: `error: ...`, then `hint: ...`, then causes when verbose.
+    /// Control characters (a component's error may quote model text) are shown, not
+    /// written as they are.
     pub fn report(&self, verbose: bool) {
-        eprintln!("error: {}", self.message);
+        use canvas_ui::visible;
+        eprintln!("error: {}", visible(&self.message));
         if let Some(h) = &self.hint {
-            eprintln!("hint: {h}");
+            eprintln!("hint: {}", visible(h));
         }
         if verbose {
             for c in &self.causes {
-                eprintln!("caused by: {c}");
+                eprintln!("caused by: {}", visible(c));
             }
         }
     }

@@ -25,6 +25,12 @@ pub struct RunArgs {
 /// Run `canvas run`.
 pub fn exec(args: RunArgs) -> Result<u8, CliError> {
     let label = args.file.display().to_string();
+    if label == "-" && (inputs::stdin_taken() || inputs::pairs_read_stdin(&args.turn.input)) {
+        return Err(
+            CliError::invalid("stdin can carry the canvas (-) or a value (@-), not both")
+                .hint("give the canvas as a file, or the value as @FILE"),
+        );
+    }
     let loaded = dsl::load_path(&args.file).map_err(|e| super::error::unreadable(&label, e))?;
     let canvas = Canvas::compile(loaded.dsl, &Registry)
         .map_err(|e| super::error::uncompilable(&label, &e))?;
@@ -34,11 +40,16 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let mut run_inputs = inputs::collect(args.turn.inputs.as_deref(), &args.turn.input, &declared)?;
+    // Checked against every field of the canvas, forms' too: a bad answer is refused
+    // before anything is stored.
+    let fields = inputs::canvas_fields(&canvas);
+    let mut run_inputs = inputs::collect(args.turn.inputs.as_deref(), &args.turn.input, &fields)?;
+    let unknown = inputs::unknown_keys(&run_inputs, &fields);
     // Answers for the canvas's forms wait for their form (session::Presets); Begin gets
     // the rest, as RAGFlow's API would.
     run_inputs.retain(|k, _| declared.contains_key(k) || !form_field(&canvas, k));
-    ask_missing_begin_inputs(&canvas, &declared, &mut run_inputs, &args.turn)?;
+    ask_missing_begin_inputs(&label, &declared, &mut run_inputs, &args.turn, &unknown)?;
+    inputs::warn_unknown(&label, &unknown);
     // Setup errors (a missing key, a bad llm.yaml or mock script) come before the run
     // is stored, so they leave no run behind.
     let models = args.turn.models.setup()?;
@@ -79,35 +90,23 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
     code
 }
 
-/// Begin in task mode declares inputs the run needs: on a terminal, ask the required
-/// ones not given with `-i`/`--inputs` (without a terminal, Begin uses what it has).
+/// Begin's required inputs come with the run (`-i`, `--inputs`, or the query for a lone
+/// field): Begin never pauses for them, and a run without them goes on with empty values
+/// until something fails far from the cause. On a terminal the missing ones are asked;
+/// without one the run is refused before it is stored, naming them.
 fn ask_missing_begin_inputs(
-    canvas: &Canvas,
+    label: &str,
     declared: &canvas_pyrt::Object,
     run_inputs: &mut canvas_pyrt::Object,
     args: &TurnArgs,
+    unknown: &[inputs::Unknown],
 ) -> Result<(), CliError> {
-    let task = canvas
-        .node("begin")
-        .and_then(|b| b.params.get("mode"))
-        .and_then(Value::as_str)
-        == Some("task");
-    if !task || !canvas_ui::prompt::can_prompt(args.non_interactive) {
-        return Ok(());
-    }
-    let missing: canvas_pyrt::Object = declared
-        .iter()
-        .filter(|(k, def)| {
-            !run_inputs.contains_key(*k)
-                && !def
-                    .get("optional")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false)
-        })
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let missing = inputs::missing_begin_inputs(declared, run_inputs, &args.query);
     if missing.is_empty() {
         return Ok(());
+    }
+    if !canvas_ui::prompt::can_prompt(args.non_interactive) {
+        return Err(inputs::missing_error(label, &missing, unknown));
     }
     let term = dialoguer::console::Term::stderr();
     let answers = canvas_ui::prompt::ask_fields(&missing, "", &term).map_err(|e| {

@@ -69,9 +69,17 @@ pub fn exec(args: RunsArgs) -> Result<u8, CliError> {
         return super::prune::exec(prune);
     }
     let store = args.store.open_existing()?;
+    let limit = args.limit;
     let runs = match &store {
-        Some(store) => store.list_runs(args.status, args.limit)?,
+        Some(store) => store.list_runs(args.status, limit)?,
         None => Vec::new(),
+    };
+    // A full page may hide older runs: say how many, and how to see them.
+    let hidden = match &store {
+        Some(store) if limit > 0 && runs.len() == limit => store
+            .count_runs(args.status)?
+            .saturating_sub(runs.len() as u64),
+        _ => 0,
     };
     // A table is followed by the store's size, on stderr so that stdout stays the table
     // alone; the JSON array is unchanged.
@@ -92,8 +100,19 @@ pub fn exec(args: RunsArgs) -> Result<u8, CliError> {
             eprintln!("no {which}runs in {}", args.store.path().display());
             exit::OK
         }
-        RunsFormat::Table => write_stdout(|out| out.write_all(table(&runs).as_bytes()))?,
+        RunsFormat::Table => {
+            // A canvas path may hold any character but a slash and NUL.
+            let text = table(&runs);
+            write_stdout(|out| out.write_all(canvas_ui::visible(&text).as_bytes()))?
+        }
     };
+    if hidden > 0 {
+        let which = args.status.map(|s| format!("{s} ")).unwrap_or_default();
+        let noun = if hidden == 1 { "run" } else { "runs" };
+        eprintln!(
+            "{hidden} older {which}{noun} not shown: --limit 0 lists every one, --limit N the N newest"
+        );
+    }
     if let Some(line) = footer {
         eprintln!("{line}");
     }

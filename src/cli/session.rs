@@ -29,16 +29,17 @@ use super::reporter::Reporter;
 /// Options shared by `run`, `resume` and `chat`.
 #[derive(Debug, Clone, Args)]
 pub struct TurnArgs {
-    /// `sys.query` for this turn.
+    /// `sys.query` (@FILE: read from a file, @-: from stdin, @@: a literal @).
     #[arg(
         short = 'q',
         long = "query",
         value_name = "TEXT",
         default_value = "",
-        hide_default_value = true
+        hide_default_value = true,
+        value_parser = super::inputs::query_value
     )]
     pub query: String,
-    /// A Begin input or form field, as KEY=VALUE (repeatable).
+    /// A Begin input or form field, KEY=VALUE, repeatable (VALUE may be @FILE).
     #[arg(short = 'i', long = "input", value_name = "KEY=VALUE")]
     pub input: Vec<String>,
     /// A JSON or YAML file mapping field keys to values.

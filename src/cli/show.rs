@@ -69,6 +69,9 @@ pub fn exec(args: ShowArgs) -> Result<u8, CliError> {
                 runs_word(size.runs)
             );
             let text = summary(&rec, events, &store);
+            // The error and the tips may quote model text: no control character gets
+            // to the terminal as it is.
+            let text = canvas_ui::visible(&text);
             write_stdout(|out| out.write_all(text.as_bytes()))
         }
     }
@@ -112,7 +115,16 @@ fn summary(rec: &RunRecord, events: usize, store: &str) -> String {
             .unwrap_or(0);
         for f in &fields {
             let need = if f.optional { "optional" } else { "required" };
-            let _ = writeln!(s, "    {:<width$}  {:<ty_width$}  {need}", f.key, f.ty);
+            let line = format!("    {:<width$}  {:<ty_width$}  {need}", f.key, f.ty);
+            // An options field takes only its options: say which.
+            match f.options.as_deref() {
+                Some(options) => {
+                    let _ = writeln!(s, "{line}  one of: {}", options.join(", "));
+                }
+                None => {
+                    let _ = writeln!(s, "{line}");
+                }
+            }
         }
         let tips = form
             .get("tips")
@@ -133,6 +145,8 @@ struct FormField {
     key: String,
     ty: String,
     optional: bool,
+    /// The choices of an options field.
+    options: Option<Vec<String>>,
 }
 
 /// The fields of a pending form (`{"inputs": {key: definition}, "tips": ...}`).
@@ -153,6 +167,12 @@ fn form_fields(form: &Value) -> Vec<FormField> {
                 .get("optional")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            options: match canvas_ui::prompt::field_kind(def) {
+                canvas_ui::prompt::FieldKind::Options(list) => {
+                    Some(list.iter().map(canvas_ui::prompt::option_text).collect())
+                }
+                _ => None,
+            },
         })
         .collect()
 }
@@ -196,7 +216,8 @@ mod tests {
         r.waiting = Some(json!({
             "inputs": {
                 "name": {"name": "Name", "type": "line", "optional": false},
-                "note": {"name": "Note", "type": "paragraph", "optional": true}
+                "note": {"name": "Note", "type": "paragraph", "optional": true},
+                "room": {"name": "Room", "type": "options", "options": ["Single", "Suite"], "optional": true}
             },
             "tips": "Name?"
         }));
@@ -217,6 +238,10 @@ mod tests {
         );
         assert!(s.contains("    name  line       required\n"), "{s}");
         assert!(s.contains("    note  paragraph  optional\n"), "{s}");
+        assert!(
+            s.contains("    room  options    optional  one of: Single, Suite\n"),
+            "{s}"
+        );
         assert!(s.contains("  tips:    Name?\n"), "{s}");
         assert!(
             s.ends_with(&format!("next: canvas resume {} -i name=…\n", r.id)),

@@ -9,7 +9,7 @@ use crate::util::{events, runs};
 
 /// Echoes the turn number and the query. A streamed Message drops the whitespace
 /// around references: turn 1 of "hello" renders `turn1:hello`.
-const ECHO: &str = r#"{"components": {
+pub const ECHO: &str = r#"{"components": {
   "begin": {"obj": {"component_name": "Begin", "params": {"mode": "conversational",
       "prologue": "Welcome to the echo chat.", "inputs": {}}},
     "downstream": ["Message:Echo"], "upstream": []},

@@ -149,3 +149,65 @@ fn not_a_canvas_and_graph_only() {
     assert_eq!(code, Some(2));
     assert_one_line(&err, &["no graph nodes"]);
 }
+
+/// YAML nested 100,000 deep is refused at once, as JSON is (the YAML parser alone took
+/// 20 s and more), with the line and column: a canvas, an inputs file, a mock script,
+/// an `llm.yaml`.
+#[test]
+fn deeply_nested_yaml_is_refused_at_once() {
+    let deep = |key: &str| format!("{key}: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let canvas_file = write("deep.yaml", &format!("components: {{}}\n{}", deep("x")));
+    let inputs_file = write("in.yaml", &deep("a"));
+    let mock_file = write("mock.yaml", &deep("rules"));
+    let llm_file = write("llm.yaml", &deep("models"));
+    let hello = crate::util::canvases().join("hello.json");
+    let hello = hello.to_str().unwrap();
+    let cases: [(&[&str], &str, usize); 5] = [
+        (&["run", &canvas_file], "deep.yaml", 4 + 128),
+        (&["validate", &canvas_file], "deep.yaml", 4 + 128),
+        (
+            &["run", hello, "--inputs", &inputs_file],
+            "in.yaml",
+            4 + 128,
+        ),
+        (
+            &["run", hello, "--mock-llm", &mock_file],
+            "mock.yaml",
+            8 + 128,
+        ),
+        (
+            &["run", hello, "--llm-config", &llm_file],
+            "llm.yaml",
+            9 + 128,
+        ),
+    ];
+    for (args, file, column) in cases {
+        let started = std::time::Instant::now();
+        let ran = CanvasCli::new().args(args).run();
+        let took = started.elapsed();
+        // validate reports on stdout, the others on stderr.
+        let (code, out, err) = ran.parts();
+        let err = format!("{out}{err}");
+        assert!(code == 2, "{args:?}: exit {code}\n{err}");
+        let place = format!("nested deeper than 128 levels at line 2 column {column}");
+        let place = if file == "deep.yaml" {
+            place
+        } else {
+            place.replace("line 2", "line 1")
+        };
+        assert!(
+            err.contains(file) && err.contains(&place),
+            "{args:?}: {err}"
+        );
+        assert!(
+            took < std::time::Duration::from_secs(5),
+            "{args:?} took {took:?}"
+        );
+    }
+}

@@ -503,7 +503,8 @@ fn run_answers_a_form_only_when_every_field_is_given() {
         "{}",
         stderr(&out)
     );
-    // A value the field's type refuses: a usage error, and the run still waits.
+    // A value the field's type refuses: a usage error before the run (the forms' fields
+    // are checked up front), so nothing more is stored.
     let out = crate::util::cli(
         &[
             "run",
@@ -521,15 +522,16 @@ fn run_answers_a_form_only_when_every_field_is_given() {
     );
     crate::util::expect_code(&out, 2, "a badly typed answer");
     assert!(
-        stderr(&out).contains("input \"guests\" expects an integer, got \"four\""),
+        stderr(&out).contains("input \"guests\" expects an integer; got \"four\""),
         "{}",
         stderr(&out)
     );
-    let id = events(&out.stdout)[0]["task_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert_eq!(crate::util::status(&store, &id), "waiting");
+    assert!(out.stdout.is_empty(), "the run did not start");
+    assert_eq!(
+        crate::util::runs(&store).len(),
+        1,
+        "only the first run is stored"
+    );
 }
 
 #[test]

@@ -423,3 +423,58 @@ fn events_into_a_closed_pipe_exits_quietly() {
         assert!(out.stderr.is_empty(), "{format}: {:?}", out.stderr);
     }
 }
+
+/// `canvas runs` shows 20 runs by default: a full page says how many older runs it
+/// leaves out and how to see them.
+#[test]
+fn runs_says_how_many_older_runs_a_page_leaves_out() {
+    let f = Fixture::new();
+    for _ in 0..22 {
+        f.run_hello();
+    }
+    let (code, out, err) = f.cmd(&["runs"]);
+    assert_eq!(code, Some(0), "{err}");
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(out.lines().count(), 21, "a header and 20 runs:\n{out}");
+    assert!(
+        err.contains("2 older runs not shown: --limit 0 lists every one, --limit N the N newest"),
+        "{err}"
+    );
+    let (_, out, err) = f.cmd(&["runs", "--limit", "0"]);
+    assert_eq!(String::from_utf8(out).unwrap().lines().count(), 23);
+    assert!(!err.contains("not shown"), "{err}");
+    let (_, _, err) = f.cmd(&["runs", "--limit", "21", "--status", "succeeded"]);
+    assert!(err.contains("1 older succeeded run not shown"), "{err}");
+    let (_, out, err) = f.cmd(&["runs", "--limit", "22"]);
+    assert_eq!(String::from_utf8(out).unwrap().lines().count(), 23);
+    assert!(!err.contains("not shown"), "{err}");
+    let (_, out, err) = f.cmd(&["runs", "--format", "json"]);
+    let rows: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 20);
+    assert!(err.contains("2 older runs not shown"), "{err}");
+}
+
+/// `canvas show` of a run waiting on a form lists an options field's choices.
+#[test]
+fn show_lists_the_choices_of_a_waiting_options_field() {
+    let f = Fixture::new();
+    let trip = canvases().join("trip.yaml");
+    let mock = canvases().join("trip.mock.yaml");
+    let (code, _, err) = f.cmd(&[
+        "run",
+        path_str(&trip),
+        "-i",
+        "destination=Lisbon",
+        "--mock-llm",
+        path_str(&mock),
+        "--format",
+        "jsonl",
+    ]);
+    assert_eq!(code, Some(3), "{err}");
+    let shown = f.ok(&["show", "latest"]);
+    assert!(shown.contains("    days  integer  required\n"), "{shown}");
+    assert!(
+        shown.contains("    pace  options  required  one of: relaxed, packed\n"),
+        "{shown}"
+    );
+}

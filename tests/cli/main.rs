@@ -18,6 +18,7 @@ mod flags;
 mod generated;
 mod graph;
 mod harness;
+mod inputs;
 mod inspect;
 mod invoke;
 mod limits;

@@ -157,6 +157,11 @@ fn have_python() -> bool {
 /// `canvas run FORM -q book --format jsonl` on a pty, answered by [`steps`]; stdout
 /// goes to `stdout_file` when given.
 fn run_on_pty(dir: &Path, stdout_file: Option<&Path>) -> Session {
+    run_form_on_pty(dir, &steps(), stdout_file)
+}
+
+/// `canvas run FORM -q book --format jsonl` on a pty, answered by `steps`.
+fn run_form_on_pty(dir: &Path, steps: &Value, stdout_file: Option<&Path>) -> Session {
     let flow = dir.join("form.json");
     std::fs::write(&flow, FORM).unwrap();
     let bin = assert_cmd::cargo::cargo_bin("canvas");
@@ -171,7 +176,7 @@ fn run_on_pty(dir: &Path, stdout_file: Option<&Path>) -> Session {
         "--store",
         dir.join("s.db")
     ]);
-    pty(dir, &argv, &steps(), stdout_file, &[("NO_COLOR", "1")])
+    pty(dir, &argv, steps, stdout_file, &[("NO_COLOR", "1")])
 }
 
 /// Run `argv` on a pty played by [`DRIVER`] with `steps`, in a clean environment
@@ -312,6 +317,37 @@ fn prompts_stay_off_stdout() {
         s.terminal
     );
     assert!(!s.terminal.contains("{\"event\""), "{}", s.terminal);
+}
+
+#[test]
+fn a_yes_no_question_asks_again_for_a_word_that_is_not_yes_or_no() {
+    if !have_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // `maybe` has a y in it: it is neither yes nor no, so the question comes again.
+    let steps = json!([
+        ["Destination: ", "Rome\r"],
+        ["Guests (whole number): ", "3\r"],
+        ["Breakfast [y/n]", "maybe\r"],
+        ["is not yes or no", null],
+        ["Breakfast [y/n]", "no\r"],
+        ["Room:", "j\r"]
+    ]);
+    let s = run_form_on_pty(dir.path(), &steps, None);
+    check_session(&s);
+    let evs: Vec<Value> = s
+        .terminal
+        .lines()
+        .filter_map(|l| l.find("{\"event\"").map(|i| l[i..].trim_end_matches('\r')))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let content = finished_content(&evs);
+    assert!(
+        content.contains("breakfast=false"),
+        "{content}\n{}",
+        s.terminal
+    );
 }
 
 /// The trip example: three model nodes in parallel, then a form (days, pace), then
@@ -502,4 +538,119 @@ fn resume_with_some_answers_asks_only_the_rest_on_the_terminal() {
     let shown = screen_lines(&s.terminal).join("\n");
     assert!(!shown.contains("Days"), "Days was asked again:\n{shown}");
     assert!(shown.contains("6 days, relaxed pace."), "{shown}");
+}
+
+#[test]
+fn a_missing_begin_input_is_asked_on_the_terminal() {
+    if !have_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("canvas");
+    let argv = json!([
+        bin,
+        "run",
+        canvases().join("trip.yaml"),
+        "--mock-llm",
+        canvases().join("trip.mock.yaml"),
+        "--store",
+        dir.path().join("s.db")
+    ]);
+    let steps = json!([["Destination", "Lisbon\r"], ["Days", "3\r"], ["Pace", "\r"]]);
+    let s = pty(dir.path(), &argv, &steps, None, &[("NO_COLOR", "1")]);
+    check_session(&s);
+    let shown = screen_lines(&s.terminal).join("\n");
+    assert!(shown.contains("Lisbon: 3 days, relaxed pace."), "{shown}");
+}
+
+/// Ctrl-D at the chat's prompt ends the chat, as the prompt says: exit 0, and the run
+/// stays stored with the turns it had.
+#[test]
+fn ctrl_d_ends_a_chat() {
+    if !have_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let flow = dir.path().join("echo.json");
+    std::fs::write(&flow, crate::chat::ECHO).unwrap();
+    let store = dir.path().join("s.db");
+    let bin = assert_cmd::cargo::cargo_bin("canvas");
+    let argv = json!([bin, "chat", flow, "--store", store]);
+    let steps = json!([
+        ["Ctrl-D ends the chat", null],
+        ["you: ", "hello\r"],
+        ["turn1:hello", null],
+        ["you: ", "\u{4}"]
+    ]);
+    let s = pty(dir.path(), &argv, &steps, None, &[("NO_COLOR", "1")]);
+    check_session(&s);
+    let runs = crate::util::runs(&store);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["turns"], 1);
+    assert_eq!(runs[0]["status"], "succeeded");
+}
+
+/// A model answer and a query carrying escape sequences: on the terminal their control
+/// characters are shown (`^[`), never obeyed; the run's own colors stay.
+#[test]
+fn control_characters_from_queries_and_models_are_shown_not_obeyed() {
+    if !have_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let flow = dir.path().join("echo.json");
+    let canvas = json!({"components": {
+        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["LLM:A"]},
+        "LLM:A": {"obj": {"component_name": "LLM", "params": {"llm_id": "mock@Mock",
+            "sys_prompt": "s", "prompts": [{"role": "user", "content": "{sys.query}"}]}},
+            "downstream": ["Message:M"]},
+        "Message:M": {"obj": {"component_name": "Message", "params": {"content": [
+            "model: {LLM:A@content} query: {sys.query} end"]}}, "downstream": []}}});
+    std::fs::write(&flow, canvas.to_string()).unwrap();
+    let mock = dir.path().join("mock.json");
+    let answer = "clear\u{1b}[2J\u{1b}[H";
+    std::fs::write(&mock, json!({"rules": [], "default": answer}).to_string()).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("canvas");
+    let query = "title\u{1b}]0;owned\u{7}\rfake";
+    let argv = json!([
+        bin,
+        "run",
+        flow,
+        "-q",
+        query,
+        "--mock-llm",
+        mock,
+        "--store",
+        dir.path().join("s.db")
+    ]);
+    let s = pty(dir.path(), &argv, &json!([]), None, &[]);
+    check_session(&s);
+    for raw in ["\u{1b}[2J", "\u{1b}[H", "\u{1b}]0;", "\u{7}", "\rfake"] {
+        assert!(
+            !s.terminal.contains(raw),
+            "{raw:?} reached the terminal:\n{:?}",
+            s.terminal
+        );
+    }
+    let shown = screen_lines(&s.terminal).join("\n");
+    // (A streamed Message drops the spaces around references, as RAGFlow's does.)
+    assert!(
+        shown.contains("model:clear^[[2J^[[Hquery:title^[]0;owned^G^Mfakeend"),
+        "{shown}"
+    );
+    assert!(colors(&s.terminal) > 0, "the run's own colors are gone");
+    // JSON lines carry the text exactly (JSON escapes it); the text replay shows it.
+    let store = dir.path().join("s.db");
+    let evs = crate::util::stored_events(&store, "latest");
+    let content = crate::util::final_content(&evs).unwrap();
+    assert!(
+        content.contains(answer) && content.contains(query),
+        "{content:?}"
+    );
+    let out = crate::util::cli(&["events", "latest", "--format", "text"], &store);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains('\u{1b}') && text.contains("clear^[[2J"),
+        "{text:?}"
+    );
 }

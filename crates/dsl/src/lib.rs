@@ -11,6 +11,7 @@ pub mod lint;
 pub mod load;
 pub mod locate;
 pub mod model;
+pub mod nesting;
 pub mod normalize;
 pub mod suggest;
 pub mod syntax;

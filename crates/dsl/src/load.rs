@@ -123,14 +123,24 @@ pub fn parse_value(text: &str, format: Format) -> Result<Value, DslError> {
                 message: json_msg(&e),
             })
         }
-        _ => yaml_serde::from_str(text).map_err(|e| {
-            let loc = e.location();
-            DslError::Yaml {
-                message: e.to_string(),
-                line: loc.as_ref().map(|l| l.line()),
-                column: loc.as_ref().map(|l| l.column()),
+        _ => {
+            // Before the parser, whose time grows with the square of the depth.
+            if let Err(deep) = super::nesting::check_yaml(text) {
+                return Err(DslError::Yaml {
+                    message: deep.to_string(),
+                    line: Some(deep.line),
+                    column: Some(deep.column),
+                });
             }
-        }),
+            yaml_serde::from_str(text).map_err(|e| {
+                let loc = e.location();
+                DslError::Yaml {
+                    message: e.to_string(),
+                    line: loc.as_ref().map(|l| l.line()),
+                    column: loc.as_ref().map(|l| l.column()),
+                }
+            })
+        }
     }
 }
 

@@ -170,6 +170,8 @@ impl MockScript {
         let raw: RawScript = if trimmed.starts_with('{') {
             serde_json::from_str(trimmed).map_err(|e| err(format!("not a mock script: {e}")))?
         } else {
+            canvas_dsl::nesting::check_yaml(trimmed)
+                .map_err(|e| err(format!("not a mock script: invalid YAML: {e}")))?;
             yaml_serde::from_str(trimmed).map_err(|e| err(format!("not a mock script: {e}")))?
         };
         let mut rules = Vec::with_capacity(raw.rules.len());

@@ -379,6 +379,8 @@ impl LlmConfig {
         if blank {
             return Ok(LlmConfig::default());
         }
+        canvas_dsl::nesting::check_yaml(text)
+            .map_err(|e| err(format!("not a valid LLM configuration: invalid YAML: {e}")))?;
         let config: LlmConfig = yaml_serde::from_str(text)
             .map_err(|e| err(format!("not a valid LLM configuration: {e}")))?;
         if config.timeout_secs == Some(0) {

@@ -344,6 +344,9 @@ pub trait Store: Send + Sync {
     fn find_run(&self, id_or_prefix: &str) -> Result<RunRecord>;
     /// Runs newest first, optionally of one status; `limit` 0 means all.
     fn list_runs(&self, status: Option<RunStatus>, limit: usize) -> Result<Vec<RunRecord>>;
+    /// How many runs there are, optionally of one status (what `list_runs` without a
+    /// limit would list).
+    fn count_runs(&self, status: Option<RunStatus>) -> Result<u64>;
     /// Group commit: every write in one transaction, each write all or nothing on its
     /// own (one failing leaves the others in). The outer error fails them all.
     fn write(&self, writes: &[RunWrite]) -> Result<Vec<Result<()>>>;

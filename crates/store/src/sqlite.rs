@@ -533,6 +533,19 @@ impl Store for SqliteStore {
         raws.into_iter().map(RawRun::into_record).collect()
     }
 
+    fn count_runs(&self, status: Option<RunStatus>) -> Result<u64> {
+        let q = "SELECT COUNT(*) FROM runs WHERE (?1 IS NULL OR status = ?1)";
+        let g = self.lock();
+        let n = one(
+            &g.conn,
+            Op("counting runs", "*"),
+            q,
+            params![status.map(RunStatus::as_str)],
+            |r| r.get::<_, i64>(0),
+        )?;
+        Ok(n.map_or(0, |n| u64::try_from(n).unwrap_or(0)))
+    }
+
     fn write(&self, writes: &[RunWrite]) -> Result<Vec<Result<()>>> {
         let op = Op("committing a group of writes", "");
         let mut g = self.lock();
@@ -1149,6 +1162,9 @@ mod tests {
             ["01D", "01C", "01B", "01A"]
         );
         assert_eq!(ids(store.list_runs(None, 2).unwrap()), ["01D", "01C"]);
+        assert_eq!(store.count_runs(None).unwrap(), 4);
+        assert_eq!(store.count_runs(Some(RunStatus::Failed)).unwrap(), 2);
+        assert_eq!(store.count_runs(Some(RunStatus::Waiting)).unwrap(), 0);
         assert_eq!(
             ids(store.list_runs(Some(RunStatus::Failed), 10).unwrap()),
             ["01D", "01B"]

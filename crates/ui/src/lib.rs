@@ -1,6 +1,7 @@
 //! Output: renderers turn events into text, JSON lines or SSE frames. They write to any
 //! `io::Write`, so tests render into a buffer. They never decide control flow.
 
+mod escape;
 mod jsonl;
 pub mod output;
 pub mod prompt;
@@ -11,6 +12,7 @@ use std::io;
 
 use canvas_engine::Event;
 
+pub use escape::visible;
 pub use jsonl::JsonlRenderer;
 pub use output::{Gates, Output, OutputWriter};
 pub use sse::SseRenderer;

@@ -10,7 +10,7 @@
 use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 
-use dialoguer::console::{Term, colors_enabled_stderr};
+use dialoguer::console::{Key, Term, colors_enabled_stderr, measure_text_width};
 use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
 use dialoguer::{Confirm, Input, Select};
 use serde_json::{Map, Value};
@@ -66,7 +66,7 @@ fn is_optional(def: &Value) -> bool {
 }
 
 /// How an option is shown and matched: strings as they are, anything else as JSON.
-fn option_text(v: &Value) -> String {
+pub fn option_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -116,23 +116,28 @@ pub fn parse_answer(def: &Value, raw: &str) -> Result<Value, String> {
                 Ok(Value::String(path.to_string_lossy().into_owned()))
             }
         }
-        FieldKind::Options(list) => {
-            if let Some(v) = list.iter().find(|v| option_text(v) == text) {
-                return Ok(v.clone());
-            }
-            // A case slip is forgiven only when it cannot pick the wrong option.
-            let folded: Vec<&Value> = list
-                .iter()
-                .filter(|v| option_text(v).to_lowercase() == text.to_lowercase())
-                .collect();
-            match folded.as_slice() {
-                [one] => Ok((*one).clone()),
-                _ => Err(format!(
-                    "{text:?} is not one of: {}",
-                    list.iter().map(option_text).collect::<Vec<_>>().join(", ")
-                )),
-            }
-        }
+        FieldKind::Options(list) => pick_option(&list, text).ok_or_else(|| {
+            format!(
+                "{text:?} is not one of: {}",
+                list.iter().map(option_text).collect::<Vec<_>>().join(", ")
+            )
+        }),
+    }
+}
+
+/// The option `text` names: the one shown exactly so, else the only one equal to it
+/// ignoring case (a case slip is forgiven only when it cannot pick the wrong option).
+pub fn pick_option(list: &[Value], text: &str) -> Option<Value> {
+    if let Some(v) = list.iter().find(|v| option_text(v) == text) {
+        return Some(v.clone());
+    }
+    let folded: Vec<&Value> = list
+        .iter()
+        .filter(|v| option_text(v).to_lowercase() == text.to_lowercase())
+        .collect();
+    match folded.as_slice() {
+        [one] => Some((*one).clone()),
+        _ => None,
     }
 }
 
@@ -164,11 +169,20 @@ fn prompt_text(key: &str, def: &Value) -> String {
         FieldKind::Paragraph => notes.push("end with an empty line"),
         FieldKind::Line | FieldKind::Boolean | FieldKind::Options(_) => {}
     }
-    if notes.is_empty() {
+    let mut text = if notes.is_empty() {
         label.to_string()
     } else {
         format!("{label} ({})", notes.join(", "))
+    };
+    if field_kind(def) == FieldKind::Boolean {
+        // The capital letter is what Enter alone answers.
+        text.push_str(match def.get("value") {
+            Some(Value::Bool(true)) => " [Y/n]",
+            Some(Value::Bool(false)) => " [y/N]",
+            _ => " [y/n]",
+        });
     }
+    text
 }
 
 /// The field's current value as the text offered by default (a Begin input may carry
@@ -242,22 +256,6 @@ fn ask_field(key: &str, def: &Value, term: &Term, theme: &dyn Theme) -> io::Resu
     let prompt = prompt_text(key, def);
     let optional = is_optional(def);
     match field_kind(def) {
-        FieldKind::Boolean => {
-            // Waiting for Enter makes a stray key harmless and lets Enter alone skip an
-            // optional field.
-            let mut confirm = Confirm::with_theme(theme)
-                .with_prompt(prompt)
-                .wait_for_newline(true);
-            if let Some(b) = def.get("value").and_then(Value::as_bool) {
-                confirm = confirm.default(b);
-            }
-            let answer = if optional {
-                confirm.interact_on_opt(term)
-            } else {
-                confirm.interact_on(term).map(Some)
-            };
-            Ok(restore_cursor(term, answer)?.map_or(Value::Null, Value::Bool))
-        }
         FieldKind::Options(list) => {
             let mut items: Vec<String> = list.iter().map(option_text).collect();
             if optional {
@@ -287,7 +285,15 @@ fn ask_field(key: &str, def: &Value, term: &Term, theme: &dyn Theme) -> io::Resu
                         parse_answer(def, s).map(|_| ())
                     }
                 });
-            if let Some(d) = default_text(def) {
+            // Yes/no is typed and checked like any answer, so that a word that merely
+            // contains a y or an n (`maybe`) is asked again rather than taken.
+            let yes_no = (field_kind(def) == FieldKind::Boolean)
+                .then(|| def.get("value").and_then(Value::as_bool))
+                .flatten();
+            if let Some(b) = yes_no {
+                let answer = if b { "yes" } else { "no" };
+                input = input.default(answer.to_string()).show_default(false);
+            } else if let Some(d) = default_text(def) {
                 input = input.default(d);
             }
             let raw = input.interact_on(term)?;
@@ -364,6 +370,48 @@ pub fn confirm(question: &str, term: &Term) -> io::Result<bool> {
         .wait_for_newline(true)
         .interact_on_opt(term);
     Ok(restore_cursor(term, answer)?.unwrap_or(false))
+}
+
+/// Read one line typed on `term` after `prompt`, as a chat reads its messages: `None`
+/// at the end of input, that is Ctrl-D on an empty line (as a shell takes it) or a
+/// closed terminal. Printable characters and Backspace edit the line, Enter ends it.
+/// Raw mode delivers Ctrl-D as a character, and dialoguer's text input drops control
+/// characters, so it could never end a chat: this reads the keys itself.
+pub fn read_line(prompt: &str, term: &Term) -> io::Result<Option<String>> {
+    if !term.is_term() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotConnected,
+            "cannot read a line: not a terminal",
+        ));
+    }
+    term.write_str(&format!("{prompt}: "))?;
+    term.flush()?;
+    let mut line = String::new();
+    loop {
+        match term.read_key() {
+            Ok(Key::Enter) => {
+                term.write_line("")?;
+                return Ok(Some(line));
+            }
+            Ok(Key::Char('\x04')) if line.is_empty() => {
+                term.write_line("")?;
+                return Ok(None);
+            }
+            Ok(Key::Backspace) => {
+                if let Some(c) = line.pop() {
+                    term.clear_chars(measure_text_width(&c.to_string()))?;
+                }
+            }
+            Ok(Key::Char(c)) if !c.is_control() => {
+                line.push(c);
+                term.write_str(c.encode_utf8(&mut [0; 4]))?;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        term.flush()?;
+    }
 }
 
 /// Whether a form may be asked: stdin and stderr are terminals, `--non-interactive` was
@@ -520,6 +568,11 @@ mod tests {
         assert!(parse_answer(&def, "Double").is_err());
         let numbers = json!({"type": "options", "options": [1, 2]});
         assert_eq!(parse_answer(&numbers, "2"), Ok(json!(2)));
+        assert_eq!(
+            pick_option(&[json!("a"), json!("b")], "B"),
+            Some(json!("b"))
+        );
+        assert_eq!(pick_option(&[json!("a")], "c"), None);
     }
 
     #[test]
@@ -556,7 +609,10 @@ mod tests {
         );
         assert_eq!(prompt_text("n", &field("integer")), "F (whole number)");
         assert_eq!(prompt_text("n", &optional("object")), "F (optional, JSON)");
-        assert_eq!(prompt_text("n", &optional("boolean")), "F (optional)");
+        assert_eq!(prompt_text("n", &optional("boolean")), "F (optional) [y/n]");
+        assert_eq!(prompt_text("n", &field("bool")), "F [y/n]");
+        let yes = json!({"name": "F", "type": "boolean", "value": true});
+        assert_eq!(prompt_text("n", &yes), "F [Y/n]");
         assert_eq!(
             prompt_text("n", &field("paragraph")),
             "F (end with an empty line)"

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{Renderer, RunEnd};
+use super::{Renderer, RunEnd, visible};
 use canvas_engine::{Event, EventKind};
 
 /// Presentation choices for text output.
@@ -212,7 +212,11 @@ impl<W: Write + Send> Renderer for TextRenderer<W> {
         match &ev.kind {
             EventKind::WorkflowStarted { .. } => {}
             EventKind::NodeStarted(n) => {
-                let label = format!("{} ({})", n.component_id, n.component_type);
+                let label = format!(
+                    "{} ({})",
+                    visible(&n.component_id),
+                    visible(&n.component_type)
+                );
                 if let Some(sp) = &mut self.spinners {
                     sp.start(&n.component_id, label.clone());
                 }
@@ -226,10 +230,12 @@ impl<W: Write + Send> Renderer for TextRenderer<W> {
                     self.thinking = true;
                     return Ok(());
                 }
+                // Model text and echoed queries may carry escape sequences: shown, never
+                // obeyed.
                 let mut text = match &m.content {
-                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::String(s) => visible(s).into_owned(),
                     serde_json::Value::Null => String::new(),
-                    other => other.to_string(),
+                    other => visible(&other.to_string()).into_owned(),
                 };
                 if m.end_to_think == Some(true) {
                     // Reasoning stands on lines of its own, apart from the answer.
@@ -271,29 +277,26 @@ impl<W: Write + Send> Renderer for TextRenderer<W> {
                 if let Some(u) = &n.usage {
                     time.push_str(&format!(" · {} tokens", u.total_tokens));
                 }
+                let (id, ty) = (visible(&n.component_id), visible(&n.component_type));
                 let s = match &n.error {
-                    Some(e) => self.paint(
-                        "31",
-                        &format!("✗ {} ({}) {time}: {e}", n.component_id, n.component_type),
-                    ),
+                    Some(e) => self.paint("31", &format!("✗ {id} ({ty}) {time}: {}", visible(e))),
                     None => format!(
-                        "{} {} {}",
+                        "{} {id} {}",
                         self.paint("32", "✓"),
-                        n.component_id,
-                        self.paint("2", &format!("({}) {time}", n.component_type))
+                        self.paint("2", &format!("({ty}) {time}"))
                     ),
                 };
                 self.line(&s)?;
             }
             EventKind::UserInputs { inputs, tips } => {
-                self.form_fields = inputs.keys().cloned().collect();
+                self.form_fields = inputs.keys().map(|k| visible(k).into_owned()).collect();
                 // A form asked right away shows its own tips and fields.
                 if self.opts.quiet || self.opts.prompts {
                     return Ok(());
                 }
                 let mut s = format!("? form: {}", self.form_fields.join(", "));
                 if !tips.is_empty() {
-                    s.push_str(&format!("\n  {tips}"));
+                    s.push_str(&format!("\n  {}", visible(tips)));
                 }
                 let s = self.paint("33", &s);
                 self.line(&s)?;
@@ -322,9 +325,10 @@ impl<W: Write + Send> Renderer for TextRenderer<W> {
         let tally = self.tally();
         let summary = match end {
             RunEnd::Finished => self.paint("32", &format!("✓ finished · {tally}")),
-            RunEnd::Failed { component_id, .. } => {
-                self.paint("31", &format!("✗ failed at {component_id} · {tally}"))
-            }
+            RunEnd::Failed { component_id, .. } => self.paint(
+                "31",
+                &format!("✗ failed at {} · {tally}", visible(component_id)),
+            ),
             RunEnd::Crashed => self.paint("31", &format!("✗ stopped · {tally}")),
             RunEnd::Waiting if self.opts.answered_later => {
                 self.paint("33", &format!("⏸ waited for input · {tally}"))
@@ -527,6 +531,28 @@ mod tests {
         r.event(&chunk("Answer", None, None)).unwrap();
         r.event(&ev(EventKind::MessageEnd(Object::new()))).unwrap();
         assert_eq!(String::from_utf8(buf).unwrap(), "hmm\nAnswer\n");
+    }
+
+    #[test]
+    fn control_characters_are_shown_not_written() {
+        let mut buf = Vec::new();
+        let mut r = TextRenderer::new(&mut buf, TextOptions::default());
+        r.event(&ev(EventKind::Message(MessageChunk {
+            content: json!("hi\x1b[2J\x1b]0;owned\x07\nnext\tline"),
+            start_to_think: None,
+            end_to_think: None,
+        })))
+        .unwrap();
+        r.event(&ev(EventKind::MessageEnd(Object::new()))).unwrap();
+        let mut failed = finished("LLM:\x1bA", 10.0, 0.5, None);
+        if let EventKind::NodeFinished(n) = &mut failed.kind {
+            n.error = Some("bad\rworse".into());
+        }
+        r.event(&failed).unwrap();
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "hi^[[2J^[]0;owned^G\nnext\tline\n✗ LLM:^[A (LLM) 500.0 ms: bad^Mworse\n"
+        );
     }
 
     #[test]
