@@ -13,7 +13,7 @@ use super::session::{Next, Session, TurnArgs, TurnRequest};
 use super::{CliError, exit};
 use canvas_components::Registry;
 use canvas_dsl as dsl;
-use canvas_engine::Canvas;
+use canvas_engine::{Canvas, Checks};
 use canvas_pyrt::Object;
 use canvas_store::{RunRecord, Store, TurnKind};
 
@@ -36,7 +36,9 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
         ));
     }
     let loaded = dsl::load_path(&args.file).map_err(|e| super::error::unreadable(&label, e))?;
-    let canvas = Canvas::compile(loaded.dsl, &Registry)
+    // Parameter checks are not yet enforced here: a canvas they refuse runs until the
+    // component is reached, as before.
+    let canvas = Canvas::compile_with(loaded.dsl, &Registry, Checks::Skip)
         .map_err(|e| super::error::uncompilable(&label, &e))?;
     let mut turn_args = args.turn.clone();
     // A chat shows the conversation; node lines only with -v.

@@ -9,7 +9,7 @@ use super::session::{Session, TurnArgs};
 use super::{CliError, inputs};
 use canvas_components::Registry;
 use canvas_dsl as dsl;
-use canvas_engine::Canvas;
+use canvas_engine::{Canvas, Checks};
 use canvas_store::{RunRecord, TurnKind};
 
 /// Options of `canvas run`.
@@ -26,7 +26,9 @@ pub struct RunArgs {
 pub fn exec(args: RunArgs) -> Result<u8, CliError> {
     let label = args.file.display().to_string();
     let loaded = dsl::load_path(&args.file).map_err(|e| super::error::unreadable(&label, e))?;
-    let canvas = Canvas::compile(loaded.dsl, &Registry)
+    // Parameter checks are not yet enforced here: a canvas they refuse runs until the
+    // component is reached, as before.
+    let canvas = Canvas::compile_with(loaded.dsl, &Registry, Checks::Skip)
         .map_err(|e| super::error::uncompilable(&label, &e))?;
     let declared = canvas
         .node("begin")
