@@ -80,7 +80,7 @@ fn no_class(comp: &Comp<'_>) -> Finding {
 fn ingestion_pipeline() -> Finding {
     Finding::new(
         "C007",
-        Level::Info,
+        Level::Error,
         "this is a data-ingestion pipeline, not an agent canvas; `canvas run` does not run it",
     )
     .hint("run it in RAGFlow; `canvas` runs agent canvases")
@@ -159,14 +159,16 @@ fn dangling_routes(comp: &Comp<'_>, out: &mut Vec<Finding>) {
 /// by hand and other tools (the Go port) build their graph from it.
 fn dangling_upstream(c: &Canvas<'_>, comp: &Comp<'_>, out: &mut Vec<Finding>) {
     let upstream = comp.entry.and_then(|e| e.get("upstream"));
+    // A value that is not an id, or an `upstream` that is not a list, is C009's.
+    if !matches!(upstream, Some(Value::Array(_))) {
+        return;
+    }
     for (j, id) in listed_ids(upstream) {
-        if id.is_some_and(|id| c.index(id).is_some()) {
+        let Some(id) = id else { continue };
+        if c.index(id).is_some() {
             continue;
         }
-        let what = match id {
-            Some(id) => format!("`upstream` lists unknown component `{id}`"),
-            None => "`upstream` lists a value that is not a component id".to_owned(),
-        };
+        let what = format!("`upstream` lists unknown component `{id}`");
         let mut at = comp_path(comp.id, &["upstream"]);
         at.extend(j.map(|j| j.to_string()));
         out.push(
@@ -187,18 +189,25 @@ fn bad_parent(c: &Canvas<'_>, comp: &Comp<'_>, out: &mut Vec<Finding>) {
     if comp.parent_idx.is_some() {
         return;
     }
-    let what = match parent.as_str() {
-        None => "`parent_id` is not a component id".to_owned(),
-        Some(p) => match c.index(p) {
-            None => format!("`parent_id` names unknown component `{p}`"),
-            Some(i) => format!(
+    // A `parent_id` that is not a string is C009's.
+    let Some(p) = parent.as_str() else {
+        return;
+    };
+    // Compile refuses a parent that does not exist; RAGFlow runs a body whose parent is
+    // some other component, and crashes when the body ends.
+    let (what, refused) = match c.index(p) {
+        None => (format!("`parent_id` names unknown component `{p}`"), true),
+        Some(i) => (
+            format!(
                 "`parent_id` names `{p}`, a {}, not a Loop or an Iteration",
                 c.comps[i].class.unwrap_or("component without a class")
             ),
-        },
+            false,
+        ),
     };
     out.push(
         Finding::new("C016", Level::Error, what)
+            .stops_run(refused)
             .hint("set `parent_id` to the enclosing Loop or Iteration, or remove it")
             .component(comp.id)
             .at(&comp_path(comp.id, &["parent_id"])),
@@ -284,7 +293,8 @@ mod tests {
             super::super::testing::codes(&found),
             [("C007", String::new())]
         );
-        assert_eq!(found[0].level, crate::finding::Level::Info);
+        assert_eq!(found[0].level, crate::finding::Level::Error);
+        assert!(found[0].stops_run);
         assert_eq!(only(&base(), "C007"), []);
     }
 
