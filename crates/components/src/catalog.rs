@@ -40,6 +40,10 @@ pub struct Catalog;
 pub struct RunCatalog;
 
 impl lint::Catalog for RunCatalog {
+    fn classes(&self) -> Vec<&str> {
+        lint::Catalog::classes(&Catalog)
+    }
+
     fn component(&self, name: &str) -> Support {
         lint::Catalog::component(&Catalog, name)
     }
@@ -54,6 +58,10 @@ impl lint::Catalog for RunCatalog {
 }
 
 impl lint::Catalog for Catalog {
+    fn classes(&self) -> Vec<&str> {
+        SUPPORTED.iter().map(|(n, _)| *n).collect()
+    }
+
     fn check_params(&self, name: &str, params: &Object) -> Option<Refusal> {
         match Registry.build(name, params) {
             Ok(c) => c.check().err().map(|e| Refusal {

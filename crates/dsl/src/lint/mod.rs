@@ -50,6 +50,10 @@ pub trait Catalog {
     fn tool(&self, name: &str) -> Support;
     /// Every output a component of class `name` with these params can set, or `None` when that cannot be known statically. Includes declared `params.outputs` keys. (`_ERROR`, `_created_time`, `_elapsed_time` are always allowed by lint itself.)
     fn outputs(&self, name: &str, params: &Object) -> Option<Vec<String>>;
+    /// The classes this build runs, to suggest one for a mistyped class (none by default).
+    fn classes(&self) -> Vec<&str> {
+        Vec::new()
+    }
     /// Build a component of class `name` (one this build runs) as `canvas run` does and check its params: the first refusal, if any (C047). The default checks nothing, for callers that build the components themselves anyway (`run` compiles right after).
     fn check_params(&self, _name: &str, _params: &Object) -> Option<Refusal> {
         None

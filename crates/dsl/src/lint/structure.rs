@@ -38,12 +38,19 @@ fn classes(c: &Canvas<'_>, catalog: &dyn Catalog, out: &mut Vec<Finding>) -> boo
                 ingestion = true;
                 continue;
             }
-            Support::Unknown => Finding::new(
-                "C004",
-                Level::Error,
-                format!("unknown component class `{class}`"),
-            )
-            .hint("`canvas components` lists the supported ones"),
+            Support::Unknown => {
+                let f = Finding::new(
+                    "C004",
+                    Level::Error,
+                    format!("unknown component class `{class}`"),
+                );
+                match crate::suggest::closest(class, catalog.classes()) {
+                    Some(near) => f.hint(format!(
+                        "did you mean \"{near}\"? `canvas components` lists the supported ones"
+                    )),
+                    None => f.hint("`canvas components` lists the supported ones"),
+                }
+            }
             Support::NotYet(why) => Finding::new("C005", Level::Error, why)
                 .hint("`canvas components` lists what this build runs; replace or remove it"),
             Support::Dead(why) => Finding::new("C006", Level::Error, why)
