@@ -71,7 +71,7 @@ pub struct Refusal {
 
 /// Check a canvas DSL object (components form, already normalized) and return every finding, in a deterministic order: document-level findings first, then per component in `components` order, then by code, then by pointer.
 pub fn lint(doc: &serde_json::Value, catalog: &dyn Catalog) -> Vec<Finding> {
-    let Some(canvas) = Canvas::new(doc) else {
+    let Some(canvas) = Canvas::new(doc, catalog) else {
         return vec![not_a_canvas(doc)];
     };
     let mut out = Vec::new();

@@ -37,14 +37,10 @@ pub(super) fn check(c: &Canvas<'_>, catalog: &dyn Catalog, out: &mut Vec<Finding
 /// others are C004–C007) and params the loader can read (else C009).
 fn refused(comp: &Comp<'_>, catalog: &dyn Catalog, out: &mut Vec<Finding>) {
     let Some(class) = comp.class else { return };
-    let params = comp
-        .entry
-        .and_then(|e| e.get("obj"))
-        .and_then(|o| o.get("params"));
-    if !matches!(params, None | Some(Value::Null | Value::Object(_))) {
+    if !matches!(comp.raw_params, None | Some(Value::Null | Value::Object(_))) {
         return;
     }
-    if catalog.component(class) != Support::Runs {
+    if comp.support != Support::Runs {
         return;
     }
     let Some(r) = catalog.check_params(class, comp.params) else {

@@ -32,11 +32,8 @@ pub(super) fn check(c: &Canvas<'_>, out: &mut Vec<Finding>) {
 
 /// The fields of one component entry the loader types.
 fn entry(comp: &Comp<'_>, out: &mut Vec<Finding>) {
-    let Some(e) = comp.entry else {
-        return;
-    };
     let id = Some(comp.id);
-    match e.get("downstream") {
+    match comp.downstream {
         // Entries that are not ids are C010's.
         None | Some(Value::Null | Value::Array(_)) => {}
         Some(v) => out.push(
@@ -52,10 +49,10 @@ fn entry(comp: &Comp<'_>, out: &mut Vec<Finding>) {
             }),
         ),
     }
-    if let Some(v) = e.get("upstream") {
+    if let Some(v) = comp.upstream {
         ids(id, &["upstream"], v, "the components that route here", out);
     }
-    match e.get("parent_id") {
+    match comp.parent_raw {
         None | Some(Value::Null | Value::String(_)) => {}
         Some(v) => out.push(wrong(
             id,
@@ -64,11 +61,7 @@ fn entry(comp: &Comp<'_>, out: &mut Vec<Finding>) {
             v,
         )),
     }
-    let params = e
-        .get("obj")
-        .and_then(Value::as_object)
-        .and_then(|o| o.get("params"));
-    match params {
+    match comp.raw_params {
         None | Some(Value::Null | Value::Object(_)) => {}
         Some(v) => out.push(wrong(
             id,

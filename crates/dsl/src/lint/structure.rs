@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::graph::{Canvas, Comp, EdgeAt, comp_path, listed_ids};
+use super::graph::{Canvas, Comp, EdgeAt, comp_path};
 use super::{Catalog, Support};
 use crate::finding::{Finding, Level};
 
@@ -31,8 +31,7 @@ fn classes(c: &Canvas<'_>, catalog: &dyn Catalog, out: &mut Vec<Finding>) -> boo
             out.push(no_class(comp));
             continue;
         };
-        let at = comp_path(comp.id, &["obj", "component_name"]);
-        let found = match catalog.component(class) {
+        let found = match comp.support.clone() {
             Support::Runs => continue,
             Support::Ingestion => {
                 ingestion = true;
@@ -56,6 +55,7 @@ fn classes(c: &Canvas<'_>, catalog: &dyn Catalog, out: &mut Vec<Finding>) -> boo
             Support::Dead(why) => Finding::new("C006", Level::Error, why)
                 .hint("RAGFlow cannot run it either: replace it with a current component"),
         };
+        let at = comp_path(comp.id, &["obj", "component_name"]);
         out.push(found.component(comp.id).at(&at));
     }
     ingestion
@@ -63,8 +63,7 @@ fn classes(c: &Canvas<'_>, catalog: &dyn Catalog, out: &mut Vec<Finding>) -> boo
 
 /// C004 for an entry without a class name: RAGFlow reads `obj.component_name` first.
 fn no_class(comp: &Comp<'_>) -> Finding {
-    let obj = comp.entry.and_then(|e| e.get("obj"));
-    let (what, at) = match (comp.entry, obj) {
+    let (what, at) = match (comp.entry, comp.obj) {
         (None, _) => ("the component is not an object", comp_path(comp.id, &[])),
         (Some(_), None) => ("the component has no `obj`", comp_path(comp.id, &[])),
         (Some(_), Some(Value::Object(o))) if o.contains_key("component_name") => (
@@ -165,19 +164,17 @@ fn dangling_routes(comp: &Comp<'_>, out: &mut Vec<Finding>) {
 /// C011: `upstream` is never read by RAGFlow, but a stale one shows the graph was edited
 /// by hand and other tools (the Go port) build their graph from it.
 fn dangling_upstream(c: &Canvas<'_>, comp: &Comp<'_>, out: &mut Vec<Finding>) {
-    let upstream = comp.entry.and_then(|e| e.get("upstream"));
     // A value that is not an id, or an `upstream` that is not a list, is C009's.
-    if !matches!(upstream, Some(Value::Array(_))) {
+    let Some(Value::Array(items)) = comp.upstream else {
         return;
-    }
-    for (j, id) in listed_ids(upstream) {
-        let Some(id) = id else { continue };
+    };
+    for (j, id) in items.iter().enumerate() {
+        let Some(id) = id.as_str() else { continue };
         if c.index(id).is_some() {
             continue;
         }
         let what = format!("`upstream` lists unknown component `{id}`");
-        let mut at = comp_path(comp.id, &["upstream"]);
-        at.extend(j.map(|j| j.to_string()));
+        let at = comp_path(comp.id, &["upstream", &j.to_string()]);
         out.push(
             Finding::new("C011", Level::Warning, what)
                 .hint("remove it; `canvas migrate` rebuilds `upstream` from `downstream`")
