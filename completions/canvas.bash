@@ -97,7 +97,7 @@ _canvas() {
             return 0
             ;;
         canvas__subcmd__chat)
-            opts="-q -i -v -h --query --input --inputs --format --verbose --quiet --store --non-interactive --max-parallel --max-steps --timeout --seed --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --help"
+            opts="-q -i -v -h --no-validate --query --input --inputs --format --verbose --quiet --store --non-interactive --max-parallel --max-steps --timeout --seed --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -397,7 +397,7 @@ _canvas() {
             return 0
             ;;
         canvas__subcmd__run)
-            opts="-q -i -v -h --query --input --inputs --format --verbose --quiet --store --non-interactive --max-parallel --max-steps --timeout --seed --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --help"
+            opts="-q -i -v -h --no-validate --query --input --inputs --format --verbose --quiet --store --non-interactive --max-parallel --max-steps --timeout --seed --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -57,6 +57,7 @@ complete -c canvas -n "__fish_canvas_using_subcommand run" -l record -d 'Save ev
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l replay -d 'Answer model calls from a --record file; any other call fails' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l mcp-config -d 'Where the MCP servers an Agent names are (YAML)' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l output-dir -d 'Where generated files go (documents, workbooks, code artifacts)' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand run" -l no-validate -d 'Skip the checks of `canvas validate` (expert use; see docs/validate.md)'
 complete -c canvas -n "__fish_canvas_using_subcommand run" -s v -l verbose -d 'More output: node starts, logs on stderr, error causes'
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l quiet -d 'Less output: message text and errors only'
 complete -c canvas -n "__fish_canvas_using_subcommand run" -l non-interactive -d 'Never prompt (implied when stdin is not a terminal)'
@@ -106,6 +107,7 @@ complete -c canvas -n "__fish_canvas_using_subcommand chat" -l record -d 'Save e
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l replay -d 'Answer model calls from a --record file; any other call fails' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l mcp-config -d 'Where the MCP servers an Agent names are (YAML)' -r -F
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l output-dir -d 'Where generated files go (documents, workbooks, code artifacts)' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand chat" -l no-validate -d 'Skip the checks of `canvas validate` (expert use; see docs/validate.md)'
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -s v -l verbose -d 'More output: node starts, logs on stderr, error causes'
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l quiet -d 'Less output: message text and errors only'
 complete -c canvas -n "__fish_canvas_using_subcommand chat" -l non-interactive -d 'Never prompt (implied when stdin is not a terminal)'

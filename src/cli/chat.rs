@@ -9,11 +9,9 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::Value;
 
+use super::admit::{AdmitOpts, Admitted, admit};
 use super::session::{Next, Session, TurnArgs, TurnRequest};
 use super::{CliError, exit};
-use canvas_components::Registry;
-use canvas_dsl as dsl;
-use canvas_engine::Canvas;
 use canvas_pyrt::Object;
 use canvas_store::{RunRecord, Store, TurnKind};
 
@@ -22,6 +20,9 @@ use canvas_store::{RunRecord, Store, TurnKind};
 pub struct ChatArgs {
     /// The canvas file (JSON or YAML).
     pub file: PathBuf,
+    /// The checks the chat starts with.
+    #[command(flatten)]
+    pub admit: AdmitOpts,
     /// Options shared with `run` (`-q` is the first message).
     #[command(flatten)]
     pub turn: TurnArgs,
@@ -35,9 +36,7 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
             "chat reads your messages from stdin: give the canvas as a file",
         ));
     }
-    let loaded = dsl::load_path(&args.file).map_err(|e| super::error::unreadable(&label, e))?;
-    let canvas = Canvas::compile(loaded.dsl, &Registry)
-        .map_err(|e| super::error::uncompilable(&label, &e))?;
+    let Admitted { canvas, text } = admit(&args.file, &label, &args.admit, args.turn.output.quiet)?;
     let mut turn_args = args.turn.clone();
     // A chat shows the conversation; node lines only with -v.
     if !turn_args.output.verbose {
@@ -48,7 +47,7 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
         .map(|p| p.display().to_string())
         .unwrap_or(label.clone());
     // The run is stored with its first message, so it never exists without a turn.
-    let mut record = RunRecord::new(source, loaded.text);
+    let mut record = RunRecord::new(source, text);
     record.options = Some(super::remember::RunOptions::of(&turn_args).to_value());
     let models = turn_args.models.setup()?;
     models.check(&canvas, &label)?;

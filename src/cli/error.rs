@@ -9,6 +9,8 @@ use super::exit;
 pub struct CliError {
     /// The one-line message (without the `error: ` prefix).
     pub message: String,
+    /// Further errors, one line each (a canvas refused for several problems).
+    pub more: Vec<String>,
     /// A follow-up line telling the user what to do.
     pub hint: Option<String>,
     /// The process exit code.
@@ -22,6 +24,7 @@ impl CliError {
     pub fn new(code: u8, message: impl Into<String>) -> Self {
         CliError {
             message: message.into(),
+            more: Vec::new(),
             hint: None,
             code,
             causes: Vec::new(),
@@ -39,12 +42,21 @@ impl CliError {
         self
     }
 
-    /// Print to stderr: `error: ...`, then `hint: ...`, then causes when verbose.
-    /// Control characters (a component's error may quote model text) are shown, not
-    /// written as they are.
+    /// Add further error lines.
+    pub fn more(mut self, lines: Vec<String>) -> Self {
+        self.more = lines;
+        self
+    }
+
+    /// Print to stderr: `error: ...` (a line each), then `hint: ...`, then causes when
+    /// verbose. Control characters (a component's error may quote model text) are
+    /// shown, not written as they are.
     pub fn report(&self, verbose: bool) {
         use canvas_ui::visible;
         eprintln!("error: {}", visible(&self.message));
+        for m in &self.more {
+            eprintln!("error: {}", visible(m));
+        }
         if let Some(h) = &self.hint {
             eprintln!("hint: {}", visible(h));
         }

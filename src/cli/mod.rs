@@ -1,6 +1,7 @@
 //! Command-line interface: clap definitions, one file per subcommand, exit codes.
 //! It turns flags into plain values for the library and holds no engine logic.
 
+mod admit;
 mod cancel;
 mod chat;
 mod completions;

@@ -10,7 +10,7 @@ use super::session::{Next, Session, TurnArgs, TurnRequest};
 use super::{CliError, exit, inputs};
 use canvas_components::Registry;
 use canvas_dsl::{self as dsl, Format};
-use canvas_engine::Canvas;
+use canvas_engine::{Canvas, Checks};
 use canvas_store::{RunStatus, Store, TurnKind, canvas_hash};
 
 /// Options of `canvas resume`.
@@ -74,7 +74,10 @@ pub fn exec(mut args: ResumeArgs) -> Result<u8, CliError> {
     }
     let dsl = dsl::parse(&rec.canvas, Format::Sniff)
         .map_err(|e| CliError::invalid(format!("{label} (stored copy): {e}")))?;
-    let canvas = Canvas::compile(dsl, &Registry)
+    // The run was admitted when it started (maybe with `--no-validate`, or by a build
+    // that checked less): the parameter checks would only strand it; what they refuse
+    // fails when the run reaches it.
+    let canvas = Canvas::compile_with(dsl, &Registry, Checks::Skip)
         .map_err(|e| super::error::uncompilable(&format!("{label} (stored copy)"), &e))?;
     let checkpoints = store.load_checkpoint(&rec.id)?;
     let state = checkpoints.state().cloned();

@@ -1,14 +1,14 @@
-//! `canvas run FILE`: load, compile, store a new run, and run its first turn.
+//! `canvas run FILE`: load, check and compile (`admit`), store a new run, and run its
+//! first turn.
 
 use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::Value;
 
+use super::admit::{AdmitOpts, Admitted, admit};
 use super::session::{Session, TurnArgs};
 use super::{CliError, inputs};
-use canvas_components::Registry;
-use canvas_dsl as dsl;
 use canvas_engine::Canvas;
 use canvas_store::{RunRecord, TurnKind};
 
@@ -17,6 +17,9 @@ use canvas_store::{RunRecord, TurnKind};
 pub struct RunArgs {
     /// The canvas file (JSON or YAML); `-` reads stdin.
     pub file: PathBuf,
+    /// The checks the run starts with.
+    #[command(flatten)]
+    pub admit: AdmitOpts,
     /// Options shared with `resume`.
     #[command(flatten)]
     pub turn: TurnArgs,
@@ -31,9 +34,8 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
                 .hint("give the canvas as a file, or the value as @FILE"),
         );
     }
-    let loaded = dsl::load_path(&args.file).map_err(|e| super::error::unreadable(&label, e))?;
-    let canvas = Canvas::compile(loaded.dsl, &Registry)
-        .map_err(|e| super::error::uncompilable(&label, &e))?;
+    // Refused here, a canvas leaves no run behind.
+    let Admitted { canvas, text } = admit(&args.file, &label, &args.admit, args.turn.output.quiet)?;
     let declared = canvas
         .node("begin")
         .and_then(|b| b.params.get("inputs"))
@@ -63,7 +65,7 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
             .map(|p| p.display().to_string())
             .unwrap_or(label.clone())
     };
-    let mut record = RunRecord::new(source, loaded.text);
+    let mut record = RunRecord::new(source, text);
     record.options = Some(super::remember::RunOptions::of(&args.turn).to_value());
     // The turn's request, built once: `-q` and the inputs, typed by Begin's fields.
     let request = args.turn.request(TurnKind::Start, run_inputs);

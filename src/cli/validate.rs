@@ -10,8 +10,7 @@ use serde::Serialize;
 
 use super::runs::write_stdout;
 use super::{CliError, exit};
-use canvas_components::Catalog;
-use canvas_dsl::check::{Located, check};
+use canvas_dsl::check::Located;
 use canvas_dsl::{Finding, Format, Level};
 
 /// Output formats of `canvas validate`.
@@ -172,7 +171,9 @@ fn check_file(input: &Input) -> Option<FileReport> {
             if input.found && !looks_like_canvas(&text, format_of(path)) {
                 return None;
             }
-            check(&text, format_of(path), &Catalog)
+            // What `canvas run` would refuse, this reports first (the run's own load
+            // and compile run here too).
+            canvas_components::validate::check(&text, format_of(path))
         }
         Err(e) => vec![Located {
             finding: Finding::new("C001", Level::Error, format!("cannot read the file: {e}")),

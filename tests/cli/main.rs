@@ -29,6 +29,7 @@ mod models;
 mod peer;
 mod prune;
 mod readme;
+mod refuse;
 mod resume;
 mod retrieval;
 mod run;

@@ -75,15 +75,19 @@ fn graph_only_fixtures_run_after_migration() {
     let dir = tempfile::tempdir().unwrap();
     let mock = dir.path().join("echo.yaml");
     std::fs::write(&mock, "default: echo\n").unwrap();
-    let run = |file: &Path, q: &str| {
+    let run_with = |file: &Path, q: &str, extra: &[&str]| {
         let ran = CanvasCli::new()
             .args(["run", "--format", "jsonl", "--non-interactive", "-q", q])
+            .args(extra)
             .arg(file)
             .arg("--mock-llm")
             .arg(&mock)
             .run();
         (ran.exit_code(), ran.events(), ran.stderr())
     };
+    let run = |file: &Path, q: &str| run_with(file, q, &[]);
+    // The runs that go past a component this build refuses (an attachment format).
+    let run_anyway = |file: &Path, q: &str| run_with(file, q, &["--no-validate"]);
     let go = shared.join("fixtures/ragflow/go-testdata");
     for (name, q, expect) in [
         ("questions_category.json", "hello", "hello"),
@@ -115,12 +119,20 @@ fn graph_only_fixtures_run_after_migration() {
         }
     }
     // switch.json routes by the query; its Messages ask for an HTML attachment, which
-    // this build cannot produce yet, so the run stops there with that error.
+    // this build cannot produce yet: a run is refused before it starts, and with
+    // `--no-validate` it stops at the Message with that error.
+    let (code, evs, err) = run(&go.join("switch.json"), "北京");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(evs.is_empty());
+    assert!(
+        err.contains("Message:RedHousesStart: Message output_format \"html\""),
+        "{err}"
+    );
     for (q, target) in [
         ("北京", "Message:RedHousesStart"),
         ("广州", "Message:WeakPlumsMove"),
     ] {
-        let (code, evs, err) = run(&go.join("switch.json"), q);
+        let (code, evs, err) = run_anyway(&go.join("switch.json"), q);
         assert_eq!(code, Some(1), "{err}");
         let t = trace(&evs);
         assert!(
@@ -136,8 +148,12 @@ fn graph_only_fixtures_run_after_migration() {
         assert!(err.contains("output_format \"html\""), "{err}");
     }
     // dfx_picture_parser runs its CodeExec node, whose script installs a package from
-    // the network: the sandbox has none, and the error says so.
-    let (code, evs, err) = run(&go.join("dfx_picture_parser.json"), "x");
+    // the network: the sandbox has none, and the error says so. (Its last Message asks
+    // for a markdown attachment, so only `--no-validate` gets that far.)
+    let (code, _, err) = run(&go.join("dfx_picture_parser.json"), "x");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("output_format \"md\""), "{err}");
+    let (code, evs, err) = run_anyway(&go.join("dfx_picture_parser.json"), "x");
     assert_eq!(code, Some(1), "{err}");
     assert!(
         trace(&evs).contains(&"node_started CodeExec:VioletMemesJoin".to_string()),

@@ -310,9 +310,31 @@ fn a_tool_this_build_does_not_run_fails_the_agent_clearly() {
         ], "default": "no tool needed"})
         .to_string(),
     );
+    // RAGFlow cannot load an Agent with a tool it does not know: the run is refused.
     let out = bare()
         .args([
             "run",
+            "-q",
+            "the weather?",
+            "--format",
+            "jsonl",
+            "--mock-llm",
+        ])
+        .arg(&mock)
+        .arg(&flow)
+        .run()
+        .into_output();
+    expect_code(&out, 2, "a canvas whose Agent has the Bing tool");
+    let line = one_error_line(&out);
+    assert!(
+        line.contains(": Agent:Searcher: tool 0 (`Bing`)"),
+        "{line:?}"
+    );
+    // With `--no-validate`, the Agent fails when the model calls the tool.
+    let out = bare()
+        .args([
+            "run",
+            "--no-validate",
             "-q",
             "the weather?",
             "--format",
@@ -343,7 +365,15 @@ fn a_tool_this_build_does_not_run_fails_the_agent_clearly() {
 
     // The same canvas without a tool call runs.
     let out = bare()
-        .args(["run", "-q", "hello", "--format", "jsonl", "--mock-llm"])
+        .args([
+            "run",
+            "--no-validate",
+            "-q",
+            "hello",
+            "--format",
+            "jsonl",
+            "--mock-llm",
+        ])
         .arg(&mock)
         .arg(&flow)
         .run()

@@ -17,7 +17,7 @@ use super::chat::prepare;
 use super::chat::prompts::sanitize_function_name;
 use canvas_engine::component::lock;
 use canvas_engine::refs::RefElement;
-use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx};
+use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx, ParamError};
 use canvas_pyrt::Object;
 #[cfg(feature = "mcp")]
 use canvas_tools::ToolEnv;
@@ -232,6 +232,29 @@ impl Agent {
         })
     }
 
+    /// The first tool (sub-agents' tools included) whose parameters its check refuses,
+    /// with the path from this Agent's `params`. (Tools this build cannot run at all are
+    /// `validate`'s C041.)
+    fn check_tools(&self) -> Result<(), ParamError> {
+        for (i, entry) in self.tools.0.iter().enumerate() {
+            let checked = match &entry.kind {
+                ToolKind::SubAgent(agent) => agent.check_tools(),
+                ToolKind::Component { tool, params, .. } => tool.check(params),
+                _ => Ok(()),
+            };
+            if let Err(e) = checked {
+                // Component and sub-agent entries come first, one per `tools` item.
+                let mut path = vec!["tools".to_string(), i.to_string(), "params".to_string()];
+                path.extend(e.path);
+                return Err(ParamError {
+                    message: format!("tool {i} ({}): {}", entry.name, e.message),
+                    path,
+                });
+            }
+        }
+        Ok(())
+    }
+
     fn tools(&self) -> Option<Arc<dyn ToolBox>> {
         if self.tools.0.is_empty() {
             None
@@ -444,6 +467,10 @@ impl ToolBox for Tools {
 
 #[async_trait]
 impl Component for Agent {
+    fn check(&self) -> Result<(), ParamError> {
+        self.check_tools()
+    }
+
     fn thoughts(&self, cx: &NodeCx<'_>) -> String {
         prepare::thoughts(cx, &self.params)
     }
@@ -470,6 +497,34 @@ impl Component for Agent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_check_refuses_the_agent_with_the_path_to_the_tool() {
+        let p = json!({"llm_id": "m@F", "tools": [
+            {"component_name": "Agent", "name": "Sub", "params": {"llm_id": "m@F", "tools": [
+                {"component_name": "Retrieval", "params": {"kb_ids": ["k"]}},
+                {"component_name": "Retrieval", "name": "Memo", "params": {"retrieval_from": "memory"}}]}}]});
+        let Value::Object(p) = p else { unreachable!() };
+        let Ok(agent) = build(&p) else {
+            panic!("the agent builds")
+        };
+        let Err(e) = agent.check() else {
+            panic!("memory retrieval is refused")
+        };
+        assert_eq!(
+            e.path,
+            [
+                "tools",
+                "0",
+                "params",
+                "tools",
+                "1",
+                "params",
+                "retrieval_from"
+            ]
+        );
+        assert!(e.message.contains("memory"), "{e}");
+    }
 
     #[test]
     fn tools_get_indexed_function_names() {

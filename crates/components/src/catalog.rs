@@ -3,8 +3,9 @@
 
 use serde_json::Value;
 
-use super::registry::{LEFT_OUT, LEGACY, MCP_BUILT, SUPPORTED, TOOLS, UNSUPPORTED};
-use canvas_dsl::lint::{self, Support};
+use super::registry::{LEFT_OUT, LEGACY, MCP_BUILT, Registry, SUPPORTED, TOOLS, UNSUPPORTED};
+use canvas_dsl::lint::{self, Refusal, Support};
+use canvas_engine::{BuildError, Registry as _};
 use canvas_pyrt::Object;
 
 /// Classes of RAGFlow's data-ingestion pipelines (`rag/flow`), which are not agent
@@ -28,11 +29,54 @@ fn left_out(what: &str, feature: &str) -> String {
     )
 }
 
-/// The catalog of this build's components.
+/// The catalog of this build's components, for `canvas validate`: it builds each
+/// component as `canvas run` does to check its parameters (C047).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Catalog;
 
+/// [`Catalog`] without building the components: for `canvas run`, which builds every
+/// component when it compiles the canvas right after linting it.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RunCatalog;
+
+impl lint::Catalog for RunCatalog {
+    fn classes(&self) -> Vec<&str> {
+        lint::Catalog::classes(&Catalog)
+    }
+
+    fn component(&self, name: &str) -> Support {
+        lint::Catalog::component(&Catalog, name)
+    }
+
+    fn tool(&self, name: &str) -> Support {
+        lint::Catalog::tool(&Catalog, name)
+    }
+
+    fn outputs(&self, name: &str, params: &Object) -> Option<Vec<String>> {
+        lint::Catalog::outputs(&Catalog, name, params)
+    }
+}
+
 impl lint::Catalog for Catalog {
+    fn classes(&self) -> Vec<&str> {
+        SUPPORTED.iter().map(|(n, _)| *n).collect()
+    }
+
+    fn check_params(&self, name: &str, params: &Object) -> Option<Refusal> {
+        match Registry.build(name, params) {
+            Ok(c) => c.check().err().map(|e| Refusal {
+                message: e.message,
+                path: e.path,
+            }),
+            Err(BuildError::Params(message)) => Some(Refusal {
+                message,
+                path: Vec::new(),
+            }),
+            // C004's.
+            Err(BuildError::Unknown(_)) => None,
+        }
+    }
+
     fn component(&self, name: &str) -> Support {
         let eq = |n: &&str| n.eq_ignore_ascii_case(name);
         if SUPPORTED.iter().any(|(n, _)| eq(n)) {

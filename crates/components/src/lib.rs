@@ -1,6 +1,7 @@
-//! Components: one file per RAGFlow component behind the `engine::Component` trait, and
+//! Components: one file per RAGFlow component behind the `engine::Component` trait,
 //! `registry.rs`, which maps DSL class names (case-insensitive, with legacy aliases) to
-//! constructors.
+//! constructors, `catalog.rs`, what `dsl::lint` learns of them, and `validate.rs`, the
+//! validate pipeline over this build (lint, then the run's own load and compile).
 
 mod agent;
 mod begin;
@@ -29,8 +30,11 @@ mod string_transform;
 mod switch;
 mod unsupported;
 mod user_fill_up;
+pub mod validate;
+#[cfg(test)]
+mod validate_props;
 mod variable_aggregator;
 mod variable_assigner;
 
-pub use catalog::Catalog;
+pub use catalog::{Catalog, RunCatalog};
 pub use registry::{LEFT_OUT, LEGACY, MCP_BUILT, Registry, SUPPORTED, TOOLS, UNSUPPORTED};

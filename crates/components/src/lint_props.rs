@@ -191,7 +191,8 @@ fn graph() -> impl Strategy<Value = Value> {
         .prop_map(|(nodes, edges)| json!({"nodes": nodes, "edges": edges}))
 }
 
-fn canvas() -> impl Strategy<Value = Value> {
+/// A random canvas (components, graph, variables; sometimes in a template's wrapper).
+pub(crate) fn canvas() -> impl Strategy<Value = Value> {
     (
         prop::option::of(prop::collection::vec(
             (prop::sample::select(IDS), component()),

@@ -6,29 +6,42 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use canvas_dsl::model::kind_name;
 use canvas_engine::refs::RefElement;
 use canvas_engine::template::{self, JinjaMode, MergeRef, Piece};
 use canvas_engine::{
-    BuildError, CResult, Chunk, Component, ComponentError, Deferred, NodeCx, Role,
+    BuildError, CResult, Chunk, Component, ComponentError, Deferred, NodeCx, ParamError, Role,
 };
 use canvas_pyrt::{Object, py_json};
 
 /// Build a Message; RAGFlow requires non-empty `content` and a boolean `stream`.
 pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
+    // A truthy number or boolean passes RAGFlow's `check_empty`; its `random.choice`
+    // then fails when the Message runs. It is built, and refused by `check`.
+    let mut not_text = None;
     let contents: Vec<String> = match params.get("content") {
         Some(Value::Array(a)) => a
             .iter()
             .map(|v| v.as_str().map(String::from).unwrap_or_else(|| py_json(v)))
             .collect(),
         Some(Value::String(s)) => vec![s.clone()],
+        Some(v @ (Value::Number(_) | Value::Bool(_))) if canvas_pyrt::truthy(v) => {
+            not_text = Some(v.clone());
+            Vec::new()
+        }
+        Some(Value::Object(o)) if !o.is_empty() => {
+            return Err(BuildError::Params(
+                "[Message] content must be a list of texts, not an object".into(),
+            ));
+        }
         _ => Vec::new(),
     };
-    if contents.is_empty() && params.contains_key("messages") {
+    if contents.is_empty() && not_text.is_none() && params.contains_key("messages") {
         return Err(BuildError::Params(
             "its `content` is empty and it uses the legacy `messages` parameter (RAGFlow renamed it `content`)".into(),
         ));
     }
-    if contents.is_empty() {
+    if contents.is_empty() && not_text.is_none() {
         return Err(BuildError::Params(
             "[Message] content does not support empty value.".into(),
         ));
@@ -50,6 +63,7 @@ pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
         .map(String::from);
     Ok(Box::new(Message {
         contents,
+        not_text,
         stream,
         output_format,
     }))
@@ -58,8 +72,17 @@ pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
 /// The Message component.
 pub struct Message {
     contents: Vec<String>,
+    /// `content` when it is a number or a boolean (then `contents` is empty).
+    not_text: Option<Value>,
     stream: bool,
     output_format: Option<String>,
+}
+
+/// Why a Message with `output_format` cannot run here.
+fn unsupported_format(f: &str) -> String {
+    format!(
+        "Message output_format {f:?} (a file attachment) is not supported yet in this build of canvas"
+    )
 }
 
 /// The template a streaming Message walks after its batch.
@@ -175,11 +198,34 @@ impl Component for Message {
         Some(cx.collect_refs(&self.contents.concat()))
     }
 
+    fn check(&self) -> Result<(), ParamError> {
+        if let Some(v) = &self.not_text {
+            return Err(ParamError::new(
+                format!(
+                    "[Message] content must be a list of texts, not {} ({})",
+                    kind_name(v),
+                    py_json(v)
+                ),
+                &["content"],
+            ));
+        }
+        match &self.output_format {
+            Some(f) => Err(ParamError::new(unsupported_format(f), &["output_format"])),
+            None => Ok(()),
+        }
+    }
+
     async fn invoke(&self, cx: &NodeCx<'_>) -> CResult<()> {
-        if let Some(f) = &self.output_format {
-            return Err(ComponentError::Fatal(format!(
-                "Message output_format {f:?} (a file attachment) is not supported yet in this build of canvas"
+        // `check` refuses both before a run; these guard runs that skipped it.
+        if let Some(v) = &self.not_text {
+            // RAGFlow's `random.choice(content)`.
+            return Err(ComponentError::Failed(format!(
+                "object of type '{}' has no len()",
+                canvas_pyrt::py_type_name(v)
             )));
+        }
+        if let Some(f) = &self.output_format {
+            return Err(ComponentError::Fatal(unsupported_format(f)));
         }
         let text = &self.contents[cx.choose(self.contents.len())];
         if self.stream && !template::has_jinja(text) {
@@ -317,5 +363,49 @@ mod tests {
     #[test]
     fn empty_content_is_rejected() {
         assert!(build(&Object::new()).is_err());
+    }
+
+    /// What `check` says of a Message built with `params` (which must build).
+    fn checked(params: Value) -> Result<(), ParamError> {
+        let Value::Object(p) = params else {
+            panic!("params are an object")
+        };
+        match build(&p) {
+            Ok(m) => m.check(),
+            Err(e) => panic!("{p:?} must build: {e}"),
+        }
+    }
+
+    #[test]
+    fn an_attachment_format_and_content_that_is_not_text_are_refused_before_the_run() {
+        assert_eq!(checked(json!({"content": ["hi"]})), Ok(()));
+        let e = checked(json!({"content": ["hi"], "output_format": "html"})).unwrap_err();
+        assert_eq!(e.path, ["output_format"]);
+        assert!(e.message.contains("\"html\""), "{e}");
+        let e = checked(json!({"content": 42})).unwrap_err();
+        assert_eq!(e.path, ["content"]);
+        assert!(e.message.contains("not a number (42)"), "{e}");
+        // RAGFlow's own check refuses these at load: they do not build.
+        for p in [json!({"content": 0}), json!({"content": {"a": 1}})] {
+            let Value::Object(p) = p else { unreachable!() };
+            assert!(build(&p).is_err(), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn a_run_that_skipped_the_check_fails_at_the_message_as_ragflow_does() {
+        let h = Harness::single(
+            &crate::Registry,
+            "Message:M",
+            "Message",
+            json!({"content": 42}),
+            json!({"sys.query": "hello"}),
+        );
+        assert_eq!(
+            h.invoke("Message:M"),
+            Err(ComponentError::Failed(
+                "object of type 'int' has no len()".into()
+            ))
+        );
     }
 }

@@ -3,18 +3,24 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx, Role};
+use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx, ParamError, Role};
 use canvas_pyrt::{
     Object, is_number_like, py_eq, py_float_of, py_repr, py_str, py_type_name, truthy,
 };
 
 /// Build a Switch; RAGFlow requires conditions (each with targets) and an else branch.
 pub fn build(params: &Object) -> Result<Box<dyn Component>, BuildError> {
-    let conditions = params
-        .get("conditions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let conditions = match params.get("conditions") {
+        Some(Value::Array(a)) => a.clone(),
+        // RAGFlow's check fails on these too (it indexes each item with `["to"]`).
+        Some(v) if truthy(v) => {
+            return Err(BuildError::Params(format!(
+                "[Switch] conditions must be a list of cases, not {}",
+                canvas_dsl::model::kind_name(v)
+            )));
+        }
+        _ => Vec::new(),
+    };
     if conditions.is_empty() {
         return Err(BuildError::Params(
             "[Switch] conditions does not support empty value.".into(),
@@ -74,6 +80,24 @@ fn float_error(v: &Value) -> String {
         _ => "float() argument must be a string or a real number, not 'dict'".into(),
     }
 }
+
+/// The operators [`process_operator`] knows: RAGFlow's, plus `in` and `not in`.
+pub const OPERATORS: &[&str] = &[
+    "contains",
+    "not contains",
+    "start with",
+    "end with",
+    "empty",
+    "not empty",
+    "=",
+    "≠",
+    ">",
+    "<",
+    "≥",
+    "≤",
+    "in",
+    "not in",
+];
 
 /// RAGFlow's `process_operator`, plus `in` / `not in`.
 pub fn process_operator(input: &Value, op: &str, value: &Value) -> Result<bool, String> {
@@ -148,6 +172,41 @@ impl Component for Switch {
 
     fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
         "Choosing a branch.".into()
+    }
+
+    /// An operator it does not know fails the Switch whenever it evaluates that item
+    /// (RAGFlow: "Not supported operator"); RAGFlow's editor offers only known ones, so
+    /// one is a typo in the file, refused before the run.
+    fn check(&self) -> Result<(), ParamError> {
+        for (i, cond) in self.conditions.iter().enumerate() {
+            let items = cond.get("items").and_then(Value::as_array);
+            for (j, item) in items.into_iter().flatten().enumerate() {
+                // Items without a `cpn_id` are skipped, their operator never read.
+                if !item.get("cpn_id").is_some_and(truthy) {
+                    continue;
+                }
+                let op = item.get("operator").and_then(Value::as_str);
+                if op.is_some_and(|op| OPERATORS.contains(&op)) {
+                    continue;
+                }
+                let shown = match item.get("operator") {
+                    Some(v) => py_repr(v),
+                    None => "(none)".to_string(),
+                };
+                // Cases are 1-based, as RAGFlow's editor labels them ("Case 1").
+                let message = format!(
+                    "[Switch] case {} has an unknown operator {shown}; known: {}",
+                    i + 1,
+                    OPERATORS.join(", ")
+                );
+                let (i, j) = (i.to_string(), j.to_string());
+                return Err(ParamError::new(
+                    message,
+                    &["conditions", &i, "items", &j, "operator"],
+                ));
+            }
+        }
+        Ok(())
     }
 
     async fn invoke(&self, cx: &NodeCx<'_>) -> CResult<()> {
@@ -272,6 +331,49 @@ mod tests {
         assert_eq!(
             h.invoke("Switch:S"),
             Err(ComponentError::Failed("Not supported operator: is".into()))
+        );
+    }
+
+    /// What `check` says of a Switch with these conditions (which must build).
+    fn checked(conditions: Value) -> Result<(), ParamError> {
+        let Value::Object(p) = json!({"conditions": conditions, "end_cpn_ids": ["begin"]}) else {
+            unreachable!()
+        };
+        match build(&p) {
+            Ok(s) => s.check(),
+            Err(e) => panic!("{p:?} must build: {e}"),
+        }
+    }
+
+    #[test]
+    fn an_unknown_operator_is_refused_before_the_run() {
+        for op in OPERATORS {
+            assert_eq!(checked(json!([item(op, json!("x"))])), Ok(()), "{op}");
+        }
+        let two = json!([item("=", json!(1)), item("oops", json!(1))]);
+        let e = checked(two).unwrap_err();
+        assert_eq!(e.path, ["conditions", "1", "items", "0", "operator"]);
+        assert!(
+            e.message
+                .starts_with("[Switch] case 2 has an unknown operator 'oops'")
+        );
+        // An item without `cpn_id` is skipped at run time, its operator never read.
+        let skipped = json!([{"logical_operator": "and", "to": ["Yes"],
+            "items": [{"cpn_id": "", "operator": "nope"}]}]);
+        assert_eq!(checked(skipped), Ok(()));
+    }
+
+    #[test]
+    fn conditions_that_are_not_a_list_do_not_build() {
+        let Value::Object(p) = json!({"conditions": "oops", "end_cpn_ids": ["begin"]}) else {
+            unreachable!()
+        };
+        let Err(e) = build(&p) else {
+            panic!("a string is no list of cases")
+        };
+        assert_eq!(
+            e.to_string(),
+            "[Switch] conditions must be a list of cases, not a string"
         );
     }
 

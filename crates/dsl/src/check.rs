@@ -1,5 +1,6 @@
 //! One file through the validate pipeline: parse, normalize, lint, and place every
-//! finding at its line and column in the file as written.
+//! finding at its line and column in the file as written. `run` goes through the first
+//! half ([`read`]) and keeps the normalized document to run it.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -7,7 +8,7 @@ use serde_json::Value;
 use super::finding::{Finding, Level};
 use super::lint::{self, Catalog};
 use super::load::{DslError, Format, parse_value};
-use super::locate::{Position, locate};
+use super::locate::{locate_all, repeated_keys};
 use super::normalize::{Applied, RULES, dsl_prefix, normalize};
 
 /// A finding placed in its file.
@@ -24,38 +25,146 @@ pub struct Located {
     pub column: Option<usize>,
 }
 
+/// A canvas text parsed, normalized and linted, its findings not yet placed in the file.
+#[derive(Debug)]
+pub struct Checked {
+    /// The normalized document (a template's wrapper kept): what `run` goes on with.
+    pub doc: Value,
+    /// Where the DSL object is in `doc` (`""`, or `"/dsl"` in a template's wrapper).
+    pub prefix: &'static str,
+    /// What normalization changed (C012, C070), then lint's findings in lint's order.
+    pub findings: Vec<Finding>,
+}
+
+impl Checked {
+    /// Whether a finding stops `canvas run` ([`Finding::stops_run`]).
+    pub fn stops_run(&self) -> bool {
+        self.findings.iter().any(|f| f.stops_run)
+    }
+}
+
+/// Parse, normalize and lint a canvas text: the normalized document and the findings.
+/// Fails only when the text does not parse.
+pub fn read(text: &str, format: Format, catalog: &dyn Catalog) -> Result<Checked, DslError> {
+    let raw = parse_value(text, format)?;
+    let prefix = dsl_prefix(&raw);
+    let normalized = normalize(raw);
+    let mut findings = migration_findings(&normalized.applied, prefix);
+    let dsl = normalized.value.pointer(prefix).unwrap_or(&Value::Null);
+    findings.extend(lint::lint(dsl, catalog));
+    Ok(Checked {
+        doc: normalized.value,
+        prefix,
+        findings,
+    })
+}
+
 /// Check a canvas text. Never fails: an unparsable text is a finding.
 pub fn check(text: &str, format: Format, catalog: &dyn Catalog) -> Vec<Located> {
-    let raw = match parse_value(text, format) {
-        Ok(v) => v,
+    check_with(text, format, catalog, &mut |_, _| {})
+}
+
+/// [`check`], with `more` adding findings (or marking found ones) after lint's, from
+/// the checked document: the checks of the layers above, which know what runs.
+pub fn check_with(
+    text: &str,
+    format: Format,
+    catalog: &dyn Catalog,
+    more: &mut dyn FnMut(&Checked, &mut Vec<Finding>),
+) -> Vec<Located> {
+    let mut checked = match read(text, format, catalog) {
+        Ok(c) => c,
         Err(e) => return vec![unparsable(e)],
     };
-    let prefix = dsl_prefix(&raw);
-    let normalized = normalize(raw.clone());
-    let dsl = normalized
-        .value
-        .pointer(prefix)
-        .cloned()
-        .unwrap_or(Value::Null);
-    let mut findings = migration_findings(&normalized.applied, prefix);
-    findings.extend(lint::lint(&dsl, catalog));
-    let is_json = !matches!(format, Format::Yaml)
-        && text
-            .trim_start_matches('\u{feff}')
-            .trim_start()
-            .starts_with('{');
+    let mut findings = repeated(text, format, checked.prefix);
+    findings.append(&mut checked.findings);
+    more(&checked, &mut findings);
+    place(text, format, &checked, findings)
+}
+
+/// Place findings about a [`read`] text at their lines and columns (JSON only: YAML
+/// findings keep their pointers).
+pub fn place(
+    text: &str,
+    format: Format,
+    checked: &Checked,
+    findings: Vec<Finding>,
+) -> Vec<Located> {
+    let unplaced = |findings: Vec<Finding>| {
+        findings
+            .into_iter()
+            .map(|finding| Located {
+                finding,
+                line: None,
+                column: None,
+            })
+            .collect()
+    };
+    if findings.is_empty() || !is_json(text, format) {
+        return unplaced(findings);
+    }
+    // The file as written: graph-only exports place derived components in their nodes.
+    let Ok(raw) = parse_value(text, Format::Json) else {
+        return unplaced(findings);
+    };
+    let dsl = checked.doc.pointer(checked.prefix).unwrap_or(&Value::Null);
+    let candidates: Vec<Vec<String>> = findings
+        .iter()
+        .map(|f| candidates(&raw, dsl, checked.prefix, &f.pointer))
+        .collect();
+    let asked: Vec<&str> = candidates.iter().flatten().map(String::as_str).collect();
+    let mut found = locate_all(text, &asked).into_iter();
     findings
         .into_iter()
-        .map(|f| {
-            let pos = if is_json {
-                place(text, &raw, &dsl, prefix, &f.pointer)
-            } else {
-                None
-            };
+        .zip(&candidates)
+        .map(|(finding, cands)| {
+            // Every candidate's answer is consumed, the first found is kept.
+            let answers: Vec<_> = found.by_ref().take(cands.len()).collect();
+            let pos = answers.into_iter().flatten().next();
             Located {
                 line: pos.map(|p| p.line),
                 column: pos.map(|p| p.column),
-                finding: f,
+                finding,
+            }
+        })
+        .collect()
+}
+
+/// Whether the text is JSON (only JSON files get positions).
+fn is_json(text: &str, format: Format) -> bool {
+    !matches!(format, Format::Yaml)
+        && text
+            .trim_start_matches('\u{feff}')
+            .trim_start()
+            .starts_with('{')
+}
+
+/// C008: a key an object repeats. Python's `json` (RAGFlow) and this build both keep
+/// the last value, so the canvas runs the same in both: a warning, as the earlier value
+/// is silently ignored.
+fn repeated(text: &str, format: Format, prefix: &str) -> Vec<Finding> {
+    if !is_json(text, format) {
+        return Vec::new();
+    }
+    repeated_keys(text)
+        .into_iter()
+        .map(|r| {
+            let key = r.pointer.rsplit('/').next().unwrap_or_default();
+            let key = key.replace("~1", "/").replace("~0", "~");
+            let rel = r.pointer.strip_prefix(prefix).unwrap_or(&r.pointer);
+            let mut f = Finding::new(
+                "C008",
+                Level::Warning,
+                format!(
+                    "key `{key}` is written twice in this object: the one at line {}, column {} is ignored",
+                    r.first.line, r.first.column
+                ),
+            )
+            .hint("remove one of them; RAGFlow also keeps only the last value");
+            f.pointer = rel.to_string();
+            match component_of(rel) {
+                Some(c) => f.component(c),
+                None => f,
             }
         })
         .collect()
@@ -128,30 +237,25 @@ fn component_of(pointer: &str) -> Option<String> {
     Some(seg.replace("~1", "/").replace("~0", "~"))
 }
 
-/// Where a DSL-relative pointer is in the file: the value itself, else (for components
-/// derived from a graph-only export) the graph node's form — the sub-agent's own node for
-/// a pointer into an Agent tool derived from one — else the nearest enclosing value that
-/// exists in the file.
-fn place(text: &str, raw: &Value, dsl: &Value, prefix: &str, pointer: &str) -> Option<Position> {
-    let mut candidates = vec![format!("{prefix}{pointer}")];
-    if let Some(c) = graph_candidate(raw, dsl, prefix, pointer) {
-        candidates.push(c);
-    }
-    for c in candidates {
+/// Where a DSL-relative pointer may be in the file, best first: the value itself, else
+/// (for components derived from a graph-only export) the graph node's form — the
+/// sub-agent's own node for a pointer into an Agent tool derived from one — each followed
+/// by the values enclosing it.
+fn candidates(raw: &Value, dsl: &Value, prefix: &str, pointer: &str) -> Vec<String> {
+    let mut bases = vec![format!("{prefix}{pointer}")];
+    bases.extend(graph_candidate(raw, dsl, prefix, pointer));
+    let mut out = Vec::new();
+    for c in bases {
         let mut p = c.as_str();
         loop {
-            if raw.pointer(p).is_some() {
-                if let Some(pos) = locate(text, p) {
-                    return Some(pos);
-                }
-            }
+            out.push(p.to_string());
             match p.rfind('/') {
                 Some(i) if i > prefix.len() => p = &p[..i],
                 _ => break,
             }
         }
     }
-    None
+    out
 }
 
 /// The pointer into the graph node a derived component (or sub-agent tool) came from.
@@ -185,4 +289,93 @@ fn graph_candidate(raw: &Value, dsl: &Value, prefix: &str, pointer: &str) -> Opt
         rest = segs.get(4).map(|r| format!("/{r}")).unwrap_or_default();
     }
     Some(format!("{prefix}/graph/nodes/{anchor}/data/form{rest}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lint::Support;
+    use crate::model::Object;
+
+    /// Every class runs; outputs are unknown.
+    struct All;
+
+    impl Catalog for All {
+        fn component(&self, _: &str) -> Support {
+            Support::Runs
+        }
+
+        fn tool(&self, _: &str) -> Support {
+            Support::Runs
+        }
+
+        fn outputs(&self, _: &str, _: &Object) -> Option<Vec<String>> {
+            None
+        }
+    }
+
+    const TEXT: &str = r#"{"components": {
+  "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["A", "Gone"]},
+  "A": {"obj": {"component_name": "Message", "params": {"content": ["{Nope@x}"],
+        "content": ["{B@x} {sys.nope}"]}}, "downstream": []},
+  "B": {"obj": {"component_name": "Message", "params": {"content": ["hi"]}}, "downstream": ["Lost"]}
+}}"#;
+
+    #[test]
+    fn every_finding_is_placed_at_its_own_value() {
+        let found: Vec<(&str, Option<usize>, Option<usize>)> = check(TEXT, Format::Json, &All)
+            .iter()
+            .map(|l| (l.finding.code, l.line, l.column))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("C008", Some(4), Some(20)),
+                ("C010", Some(2), Some(83)),
+                ("C032", Some(4), Some(21)),
+                ("C010", Some(5), Some(93)),
+                ("C020", Some(5), Some(8)),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_repeated_key_says_which_one_is_ignored() {
+        let found = check(TEXT, Format::Json, &All);
+        let f = &found[0].finding;
+        assert_eq!(
+            (f.code, f.level, f.component.as_deref()),
+            ("C008", Level::Warning, Some("A"))
+        );
+        assert_eq!(f.pointer, "/components/A/obj/params/content");
+        assert!(
+            f.message.contains("line 3, column 57 is ignored"),
+            "{}",
+            f.message
+        );
+        assert!(!f.stops_run);
+    }
+
+    #[test]
+    fn yaml_findings_have_no_positions() {
+        let yaml =
+            "components:\n  begin:\n    obj: {component_name: Begin}\n    downstream: [Gone]\n";
+        let found = check(yaml, Format::Yaml, &All);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!((found[0].line, found[0].column), (None, None));
+    }
+
+    #[test]
+    fn read_keeps_the_normalized_document_for_the_run() {
+        let checked = match read(TEXT, Format::Json, &All) {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(checked.stops_run(), "a dangling downstream stops a run");
+        assert_eq!(checked.prefix, "");
+        assert_eq!(
+            checked.doc["components"]["A"]["obj"]["params"]["content"][0],
+            "{B@x} {sys.nope}"
+        );
+    }
 }

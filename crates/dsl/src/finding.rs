@@ -43,10 +43,25 @@ pub struct Finding {
     /// JSON pointer (RFC 6901) of the offending value, relative to the canvas DSL object
     /// (`""` for the whole document).
     pub pointer: String,
+    /// Whether `canvas run` refuses the canvas for it before anything is stored (unless
+    /// `--no-validate`): every error but those RAGFlow itself meets only when the run
+    /// reaches them ([`REACHED_ONLY`]).
+    #[serde(skip)]
+    pub stops_run: bool,
 }
 
+/// Error codes RAGFlow runs a canvas with, failing (or crashing, or looping) only when
+/// the run reaches the offending component: a route or reference to a component that
+/// does not exist (C013–C016, C030), an unknown global (C032, C033), a cycle (C021), an
+/// Iteration or Loop that fails when it runs (C043, C045, C046). `run` runs them as
+/// RAGFlow does (the conformance suite pins the events up to the failure) and warns.
+pub const REACHED_ONLY: &[&str] = &[
+    "C013", "C014", "C015", "C016", "C021", "C030", "C032", "C033", "C043", "C045", "C046",
+];
+
 impl Finding {
-    /// A finding without component or hint.
+    /// A finding without component or hint; an error stops a run unless its code is in
+    /// [`REACHED_ONLY`].
     pub fn new(code: &'static str, level: Level, message: impl Into<String>) -> Finding {
         Finding {
             code,
@@ -55,7 +70,16 @@ impl Finding {
             message: message.into(),
             hint: None,
             pointer: String::new(),
+            stops_run: level == Level::Error && !REACHED_ONLY.contains(&code),
         }
+    }
+
+    /// Say whether `canvas run` refuses the canvas for it (an error whose code is
+    /// reached-only may still be one the run refuses, such as a `parent_id` naming no
+    /// component at all, which compile rejects).
+    pub fn stops_run(mut self, stops: bool) -> Finding {
+        self.stops_run = stops;
+        self
     }
 
     /// Set the component id.

@@ -1,9 +1,12 @@
-//! Where a JSON pointer's value starts in the source text, as a line and column, so
-//! findings can point into the file the user edits.
+//! Where JSON pointers' values start in the source text, as lines and columns, so
+//! findings can point into the file the user edits; and the object keys a text repeats.
 //!
-//! A small scanner walks the text once (no DOM, no recursion): it validates the whole
-//! document as JSON and remembers the start of the value the pointer names. Duplicate
-//! object keys resolve like serde_json: the last one wins.
+//! A small scanner walks the text once (no DOM, no recursion), however many pointers are
+//! asked for: it validates the whole document as JSON and remembers the start of each
+//! value a pointer names. Duplicate object keys resolve like serde_json: the last one
+//! wins.
+
+use std::collections::HashMap;
 
 /// A 1-based line and column (column counted in characters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -18,15 +21,74 @@ pub struct Position {
 /// `"/components/Switch:Route/obj/params/conditions/4/to/1"`) starts in JSON `text`, or
 /// None when the text has no such value or is not JSON.
 pub fn locate(text: &str, pointer: &str) -> Option<Position> {
+    locate_all(text, &[pointer]).pop().flatten()
+}
+
+/// [`locate`] for many pointers in one pass over the text: a position per pointer, in
+/// order (all None when the text is not JSON).
+pub fn locate_all<S: AsRef<str>>(text: &str, pointers: &[S]) -> Vec<Option<Position>> {
+    if pointers.is_empty() {
+        return Vec::new();
+    }
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let segments = parse_pointer(pointer)?;
-    let offset = Scanner {
+    let mut trie = Trie {
+        nodes: vec![TrieNode::default()],
+    };
+    let nodes: Vec<Option<usize>> = pointers
+        .iter()
+        .map(|p| parse_pointer(p.as_ref()).map(|segs| trie.insert(&segs)))
+        .collect();
+    let mut scanner = Scanner {
         bytes: text.as_bytes(),
         at: 0,
-        segments: &segments,
+        trie: Some(&mut trie),
+        repeats: None,
+    };
+    if scanner.scan().is_none() {
+        return vec![None; pointers.len()];
     }
-    .find()?;
-    Some(position(text, offset))
+    let offsets: Vec<Option<usize>> = nodes
+        .iter()
+        .map(|n| n.and_then(|n| trie.nodes[n].found))
+        .collect();
+    positions(text, &offsets)
+}
+
+/// A key an object of the text repeats: the pointer of the member (whose value is the
+/// last one's) and where the key is written before.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repeated {
+    /// The member's JSON pointer (RFC 6901).
+    pub pointer: String,
+    /// Where the key is first written (that value is ignored).
+    pub first: Position,
+}
+
+/// Every key an object of JSON `text` repeats, in text order (none when the text is not
+/// JSON). JSON allows them; Python's `json` and serde_json keep the last value.
+pub fn repeated_keys(text: &str) -> Vec<Repeated> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut found = Vec::new();
+    let mut scanner = Scanner {
+        bytes: text.as_bytes(),
+        at: 0,
+        trie: None,
+        repeats: Some(&mut found),
+    };
+    if scanner.scan().is_none() {
+        return Vec::new();
+    }
+    let offsets: Vec<Option<usize>> = found.iter().map(|(_, at)| Some(*at)).collect();
+    found
+        .into_iter()
+        .zip(positions(text, &offsets))
+        .filter_map(|((pointer, _), first)| {
+            Some(Repeated {
+                pointer,
+                first: first?,
+            })
+        })
+        .collect()
 }
 
 /// The unescaped segments of a pointer (`~1` → `/`, `~0` → `~`); None when malformed.
@@ -54,65 +116,120 @@ fn parse_pointer(pointer: &str) -> Option<Vec<String>> {
         .collect()
 }
 
-/// The array index a segment names (`0` or digits without a leading zero).
-fn array_index(segment: &str) -> Option<usize> {
+/// Whether a segment can name an array element (`0`, or digits without a leading zero).
+fn array_index(segment: &str) -> bool {
     let digits = !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit());
-    if !digits || (segment.len() > 1 && segment.starts_with('0')) {
-        return None;
-    }
-    segment.parse().ok()
+    digits && !(segment.len() > 1 && segment.starts_with('0'))
 }
 
-/// The 1-based line and character column of a byte offset.
-fn position(text: &str, offset: usize) -> Position {
-    let before = text.as_bytes().get(..offset).unwrap_or_default();
-    let line_start = before
+/// The 1-based line and character column of each byte offset, in one walk of the text.
+fn positions(text: &str, offsets: &[Option<usize>]) -> Vec<Option<Position>> {
+    let bytes = text.as_bytes();
+    let mut order: Vec<(usize, usize)> = offsets
         .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
-    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
-    // Count characters by their first byte (UTF-8 continuation bytes are 0b10xxxxxx).
-    let column = 1 + before
-        .get(line_start..)
-        .unwrap_or_default()
-        .iter()
-        .filter(|&&b| b & 0xC0 != 0x80)
-        .count();
-    Position { line, column }
+        .enumerate()
+        .filter_map(|(i, o)| Some(((*o)?, i)))
+        .collect();
+    order.sort_unstable();
+    let mut out = vec![None; offsets.len()];
+    let (mut at, mut line, mut column) = (0, 1, 1);
+    for (offset, i) in order {
+        for &b in bytes.get(at..offset).unwrap_or_default() {
+            if b == b'\n' {
+                line += 1;
+                column = 1;
+            } else if b & 0xC0 != 0x80 {
+                // Characters are counted by their first byte (UTF-8 continuation bytes
+                // are 0b10xxxxxx).
+                column += 1;
+            }
+        }
+        at = at.max(offset);
+        out[i] = Some(Position { line, column });
+    }
+    out
+}
+
+/// The pointers asked for, as a tree of segments from the root (node 0): what the
+/// scanner follows.
+struct Trie {
+    nodes: Vec<TrieNode>,
+}
+
+#[derive(Default)]
+struct TrieNode {
+    children: HashMap<String, usize>,
+    /// Where the value of this node's pointer starts (the last one, for repeated keys).
+    found: Option<usize>,
+}
+
+impl Trie {
+    /// The node of a pointer's segments (added as needed).
+    fn insert(&mut self, segments: &[String]) -> usize {
+        let mut at = 0;
+        for seg in segments {
+            at = match self.nodes[at].children.get(seg) {
+                Some(&n) => n,
+                None => {
+                    let n = self.nodes.len();
+                    self.nodes.push(TrieNode::default());
+                    self.nodes[at].children.insert(seg.clone(), n);
+                    n
+                }
+            };
+        }
+        at
+    }
+
+    /// Forget what was found under `node` (a later repeated key replaces it).
+    fn forget(&mut self, node: usize) {
+        let mut todo = vec![node];
+        while let Some(n) = todo.pop() {
+            self.nodes[n].found = None;
+            todo.extend(self.nodes[n].children.values().copied());
+        }
+    }
 }
 
 /// An open object or array.
 struct Frame {
     /// `true` for an object, `false` for an array.
     object: bool,
-    /// The container is on the pointer's path.
-    live: bool,
+    /// The trie node of the container, when a pointer goes through it.
+    node: Option<usize>,
     /// The index of the current array element.
     index: usize,
+    /// The keys read so far, with where each was first written (only when looking for
+    /// repeated keys).
+    keys: HashMap<String, usize>,
+    /// The segment naming the current member or element (only when looking for
+    /// repeated keys, to build pointers).
+    segment: String,
 }
 
 /// One pass over the text.
 struct Scanner<'a> {
     bytes: &'a [u8],
     at: usize,
-    segments: &'a [String],
+    /// The pointers to find, if any.
+    trie: Option<&'a mut Trie>,
+    /// Repeated keys found (pointer, byte offset of the first key), when looking for
+    /// them.
+    repeats: Option<&'a mut Vec<(String, usize)>>,
 }
 
 impl Scanner<'_> {
-    /// Validate the document; the byte offset of the pointed value, if any.
-    fn find(mut self) -> Option<usize> {
-        let mut found = None;
+    /// Validate the document, recording what was asked for; None when it is not JSON.
+    fn scan(&mut self) -> Option<()> {
         let mut stack: Vec<Frame> = Vec::new();
-        // Whether the value about to be read is on the pointer's path.
-        let mut live = true;
+        // The trie node of the value about to be read.
+        let mut live = Some(0).filter(|_| self.trie.is_some());
         loop {
             // A value starts here.
             self.skip_ws();
-            let depth = stack.len();
-            if live && depth == self.segments.len() {
-                found = Some(self.at);
+            if let (Some(n), Some(trie)) = (live, self.trie.as_deref_mut()) {
+                trie.nodes[n].found = Some(self.at);
             }
-            let child_live = live && depth < self.segments.len();
             match self.peek()? {
                 b'{' => {
                     self.at += 1;
@@ -120,12 +237,8 @@ impl Scanner<'_> {
                     if self.peek() == Some(b'}') {
                         self.at += 1;
                     } else {
-                        stack.push(Frame {
-                            object: true,
-                            live: child_live,
-                            index: 0,
-                        });
-                        live = self.member(&stack, &mut found)?;
+                        stack.push(self.frame(true, live));
+                        live = self.member(&mut stack)?;
                         continue;
                     }
                 }
@@ -135,12 +248,8 @@ impl Scanner<'_> {
                     if self.peek() == Some(b']') {
                         self.at += 1;
                     } else {
-                        stack.push(Frame {
-                            object: false,
-                            live: child_live,
-                            index: 0,
-                        });
-                        live = child_live && self.index_matches(depth, 0);
+                        stack.push(self.frame(false, live));
+                        live = self.element(&mut stack);
                         continue;
                     }
                 }
@@ -155,17 +264,16 @@ impl Scanner<'_> {
             loop {
                 self.skip_ws();
                 let Some(top) = stack.last_mut() else {
-                    return (self.at == self.bytes.len()).then_some(found).flatten();
+                    return (self.at == self.bytes.len()).then_some(());
                 };
                 match self.peek()? {
                     b',' => {
                         self.at += 1;
                         if top.object {
-                            live = self.member(&stack, &mut found)?;
+                            live = self.member(&mut stack)?;
                         } else {
                             top.index += 1;
-                            let (frame_live, index) = (top.live, top.index);
-                            live = frame_live && self.index_matches(stack.len() - 1, index);
+                            live = self.element(&mut stack);
                         }
                         break;
                     }
@@ -183,36 +291,80 @@ impl Scanner<'_> {
         }
     }
 
-    /// Read `"key" :` of the member of the innermost object; whether its value is on
-    /// the pointer's path. A later duplicate of a live key discards what an earlier
-    /// one found (the last key wins).
-    fn member(&mut self, stack: &[Frame], found: &mut Option<usize>) -> Option<bool> {
+    /// A container opening with the trie node `node`.
+    fn frame(&self, object: bool, node: Option<usize>) -> Frame {
+        Frame {
+            object,
+            node,
+            index: 0,
+            keys: HashMap::new(),
+            segment: String::new(),
+        }
+    }
+
+    /// Read `"key" :` of the member of the innermost object; the trie node of its value.
+    /// A later repeated key forgets what the earlier one found (the last key wins).
+    fn member(&mut self, stack: &mut [Frame]) -> Option<Option<usize>> {
         self.skip_ws();
-        let frame = stack.last()?;
-        let live = if frame.live {
+        let key_at = self.at;
+        let frame = stack.last_mut()?;
+        let parent = frame.node.filter(|&n| {
+            self.trie
+                .as_ref()
+                .is_some_and(|t| !t.nodes[n].children.is_empty())
+        });
+        let child = if parent.is_some() || self.repeats.is_some() {
             let key = self.string()?;
-            let depth = stack.len() - 1;
-            self.segments.get(depth) == Some(&key)
+            let child = match (parent, self.trie.as_deref_mut()) {
+                (Some(n), Some(trie)) => {
+                    let child = trie.nodes[n].children.get(&key).copied();
+                    if let Some(c) = child {
+                        trie.forget(c);
+                    }
+                    child
+                }
+                _ => None,
+            };
+            if self.repeats.is_some() {
+                if let Some(&first) = frame.keys.get(&key) {
+                    let pointer = pointer_of(stack, &key);
+                    if let Some(r) = self.repeats.as_deref_mut() {
+                        r.push((pointer, first));
+                    }
+                } else {
+                    frame.keys.insert(key.clone(), key_at);
+                }
+                if let Some(top) = stack.last_mut() {
+                    top.segment = key;
+                }
+            }
+            child
         } else {
             self.skip_string()?;
-            false
+            None
         };
         self.skip_ws();
         self.eat(b':')?;
-        if live {
-            *found = None;
+        Some(child)
+    }
+
+    /// The trie node of the current element of the innermost array.
+    fn element(&mut self, stack: &mut [Frame]) -> Option<usize> {
+        let frame = stack.last_mut()?;
+        if self.repeats.is_some() {
+            frame.segment = frame.index.to_string();
         }
-        Some(live)
+        let trie = self.trie.as_deref()?;
+        let children = &trie.nodes[frame.node?].children;
+        if children.is_empty() {
+            return None;
+        }
+        let index = frame.index.to_string();
+        children
+            .get(&index)
+            .copied()
+            .filter(|_| array_index(&index))
     }
-
-    /// Whether the pointer's segment at `depth` names array element `index`.
-    fn index_matches(&self, depth: usize, index: usize) -> bool {
-        self.segments
-            .get(depth)
-            .and_then(|s| array_index(s))
-            .is_some_and(|i| i == index)
-    }
-
     fn peek(&self) -> Option<u8> {
         self.bytes.get(self.at).copied()
     }
@@ -342,6 +494,20 @@ impl Scanner<'_> {
     }
 }
 
+/// The pointer of member `key` of the innermost object of `stack`.
+fn pointer_of(stack: &[Frame], key: &str) -> String {
+    let esc = |s: &str| s.replace('~', "~0").replace('/', "~1");
+    let mut p = String::new();
+    // Each open container's current segment leads to the next container.
+    for f in &stack[..stack.len().saturating_sub(1)] {
+        p.push('/');
+        p.push_str(&esc(&f.segment));
+    }
+    p.push('/');
+    p.push_str(&esc(key));
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,6 +596,44 @@ mod tests {
             at(1, 28)
         );
         assert_eq!(locate(r#"{"a": {"b": 1, "b": [2]}}"#, "/a/b/0"), at(1, 22));
+    }
+
+    #[test]
+    fn many_pointers_in_one_pass_agree_with_one_at_a_time() {
+        let p = "/components/Switch:Route/obj/params/conditions";
+        let asked = [
+            format!("{p}/1/to/1"),
+            "/n".to_owned(),
+            "/nope".to_owned(),
+            format!("{p}/0"),
+            "bad".to_owned(),
+            format!("{p}/0"),
+            String::new(),
+        ];
+        let one_by_one: Vec<_> = asked.iter().map(|q| locate(DOC, q)).collect();
+        assert_eq!(locate_all(DOC, &asked), one_by_one);
+        assert_eq!(one_by_one[0], at(7, 17));
+        assert_eq!(locate_all(DOC, &[] as &[&str]), []);
+        assert_eq!(locate_all("{", &["", "/a"]), [None, None]);
+    }
+
+    #[test]
+    fn repeated_keys_with_their_pointers() {
+        let doc = "{\"a\": {\"b\": 1, \"b\": 2},\n \"c\": [{\"x/y\": 1, \"x/y\": 2}], \"a\": 3}";
+        let found: Vec<(String, Position)> = repeated_keys(doc)
+            .into_iter()
+            .map(|r| (r.pointer, r.first))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("/a/b".to_owned(), Position { line: 1, column: 8 }),
+                ("/c/0/x~1y".to_owned(), Position { line: 2, column: 9 }),
+                ("/a".to_owned(), Position { line: 1, column: 2 }),
+            ]
+        );
+        assert_eq!(repeated_keys(r#"{"a": 1, "b": {"a": 2}}"#), []);
+        assert_eq!(repeated_keys(r#"{"a": 1, "a": "#), []);
     }
 
     #[test]

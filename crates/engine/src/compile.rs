@@ -105,6 +105,16 @@ impl CompileError {
     }
 }
 
+/// Whether compile runs each component's [`Component::check`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checks {
+    /// Refuse the canvas when a component's check fails (a new run).
+    Enforce,
+    /// Build without the checks: what they would refuse fails when the run reaches it
+    /// (`--no-validate`, and resuming a run that was already admitted).
+    Skip,
+}
+
 /// A canvas ready to run: its graph and one component instance per node.
 pub struct Canvas {
     /// Nodes and the DSL they came from.
@@ -127,8 +137,19 @@ impl Canvas {
         self.components[node.index].as_ref()
     }
 
-    /// Compile a DSL with a component registry.
-    pub fn compile(mut dsl: Dsl, registry: &dyn Registry) -> Result<Canvas, CompileError> {
+    /// Compile a DSL with a component registry, each component's parameters checked
+    /// ([`Checks::Enforce`]).
+    pub fn compile(dsl: Dsl, registry: &dyn Registry) -> Result<Canvas, CompileError> {
+        Canvas::compile_with(dsl, registry, Checks::Enforce)
+    }
+
+    /// Compile a DSL with a component registry, running or skipping the components'
+    /// parameter checks.
+    pub fn compile_with(
+        mut dsl: Dsl,
+        registry: &dyn Registry,
+        checks: Checks,
+    ) -> Result<Canvas, CompileError> {
         if !dsl.components.contains_key(ENTRY_ID) {
             let found = dsl
                 .components
@@ -178,6 +199,13 @@ impl Canvas {
                     message,
                 },
             })?;
+            if checks == Checks::Enforce {
+                component.check().map_err(|e| CompileError::Params {
+                    id: id.clone(),
+                    name: name.clone(),
+                    message: e.message,
+                })?;
+            }
             for t in &downstream {
                 if !dsl.components.contains_key(t) {
                     return Err(CompileError::DanglingDownstream {
@@ -236,5 +264,74 @@ impl Canvas {
             graph: Graph { nodes, dsl },
             components,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use async_trait::async_trait;
+    use serde_json::json;
+
+    use super::*;
+    use crate::component::{CResult, NodeCx, ParamError};
+
+    /// `Begin` (the entry) and `Picky`, whose check refuses `mode: "bad"`.
+    struct Fake;
+
+    struct Stub(Role, bool);
+
+    #[async_trait]
+    impl Component for Stub {
+        fn role(&self) -> Role {
+            self.0
+        }
+
+        fn check(&self) -> Result<(), ParamError> {
+            match self.1 {
+                true => Err(ParamError::new("mode \"bad\" is not supported", &["mode"])),
+                false => Ok(()),
+            }
+        }
+
+        async fn invoke(&self, _cx: &NodeCx<'_>) -> CResult<()> {
+            Ok(())
+        }
+    }
+
+    impl Registry for Fake {
+        fn build(&self, name: &str, params: &Object) -> Result<Box<dyn Component>, BuildError> {
+            let bad = params.get("mode") == Some(&json!("bad"));
+            match name {
+                "Begin" => Ok(Box::new(Stub(Role::Entry, false))),
+                "Picky" => Ok(Box::new(Stub(Role::Plain, bad))),
+                other => Err(BuildError::Unknown(other.to_string())),
+            }
+        }
+    }
+
+    fn dsl(mode: &str) -> Dsl {
+        let v = json!({"components": {
+            "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Picky:P"]},
+            "Picky:P": {"obj": {"component_name": "Picky", "params": {"mode": mode}}, "downstream": []},
+        }});
+        match canvas_dsl::load::from_value(v) {
+            Ok(d) => d,
+            Err(e) => panic!("the test DSL loads: {e}"),
+        }
+    }
+
+    #[test]
+    fn a_failed_check_refuses_the_canvas_unless_checks_are_skipped() {
+        assert!(Canvas::compile(dsl("good"), &Fake).is_ok());
+        match Canvas::compile(dsl("bad"), &Fake) {
+            Err(CompileError::Params { id, name, message }) => {
+                assert_eq!((id.as_str(), name.as_str()), ("Picky:P", "Picky"));
+                assert_eq!(message, "mode \"bad\" is not supported");
+            }
+            Err(other) => panic!("expected a params error, got {other}"),
+            Ok(_) => panic!("a failed check must refuse the canvas"),
+        }
+        let lenient = Canvas::compile_with(dsl("bad"), &Fake, Checks::Skip);
+        assert!(lenient.is_ok_and(|c| c.node("Picky:P").is_some()));
     }
 }

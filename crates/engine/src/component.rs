@@ -39,6 +39,28 @@ impl From<RefError> for ComponentError {
 /// Shorthand for component results.
 pub type CResult<T> = Result<T, ComponentError>;
 
+/// A parameter a component is built with but cannot run with (a value this build does not
+/// support, or one that fails whenever the component runs): compile refuses the canvas for
+/// it, so `run` stops before anything is stored and `validate` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ParamError {
+    /// What is wrong, in one line.
+    pub message: String,
+    /// Where, as the keys (and array indices) below the component's `params`.
+    pub path: Vec<String>,
+}
+
+impl ParamError {
+    /// A problem with the parameter at `path` (keys and indices below `params`).
+    pub fn new<S: ToString>(message: impl Into<String>, path: &[S]) -> ParamError {
+        ParamError {
+            message: message.into(),
+            path: path.iter().map(ToString::to_string).collect(),
+        }
+    }
+}
+
 /// A streamed piece a draining Message emits.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Chunk {
@@ -116,6 +138,14 @@ pub trait Component: Send + Sync {
     /// canvas and keeps them.
     fn text_refs(&self, _cx: &NodeCx<'_>) -> Option<Vec<RefElement>> {
         None
+    }
+
+    /// What in the parameters this component cannot run with, though it could be built
+    /// (`ParamError`). Compile refuses the canvas for it unless told to skip the checks
+    /// (`--no-validate`, a resumed run); the component then fails when it is reached, as
+    /// `invoke` still guards against it.
+    fn check(&self) -> Result<(), ParamError> {
+        Ok(())
     }
 
     /// Run the component.

@@ -24,8 +24,8 @@ pub mod template;
 pub mod testkit;
 pub mod usage;
 
-pub use compile::{BuildError, Canvas, CompileError, Registry};
-pub use component::{CResult, Chunk, Component, ComponentError, Deferred, NodeCx};
+pub use compile::{BuildError, Canvas, Checks, CompileError, Registry};
+pub use component::{CResult, Chunk, Component, ComponentError, Deferred, NodeCx, ParamError};
 pub use events::{Event, EventKind, EventSink, VecSink};
 pub use graph::{Graph, Node};
 pub use role::{ContainerKind, Role};

@@ -155,6 +155,13 @@ pub trait Tool: Send + Sync {
         String::new()
     }
 
+    /// What in its DSL parameters the tool cannot run with, though it could be built (a
+    /// feature this build lacks): checked before a run (`Component::check`), while `run`
+    /// still guards against it for runs that skipped the check.
+    fn check(&self, _params: &Object) -> Result<(), canvas_engine::ParamError> {
+        Ok(())
+    }
+
     /// Run with `args` (the resolved parameters as a node; the model's arguments, the
     /// missing ones filled from the parameters, as an Agent's tool). Outputs are set
     /// on `call`. Returns what the model reads; `None` means the outputs themselves.

@@ -10,11 +10,12 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{Call, Tool};
-use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx};
+use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx, ParamError};
 use canvas_pyrt::Object;
 
-/// A tool as a canvas node.
-pub struct ToolNode(pub Box<dyn Tool>);
+/// A tool as a canvas node, and what its [`Tool::check`] said of the node's parameters
+/// (the node does not keep them: the run hands them to each call).
+pub struct ToolNode(pub Box<dyn Tool>, Result<(), ParamError>);
 
 impl ToolNode {
     /// Build with `build` and wrap.
@@ -22,7 +23,9 @@ impl ToolNode {
         build: super::ToolBuilder,
         params: &Object,
     ) -> Result<Box<dyn Component>, BuildError> {
-        Ok(Box::new(ToolNode(build(params)?)))
+        let tool = build(params)?;
+        let checked = tool.check(params);
+        Ok(Box::new(ToolNode(tool, checked)))
     }
 
     /// The node's arguments as RAGFlow's `get_input` gives them, without recording
@@ -45,6 +48,10 @@ impl ToolNode {
 impl Component for ToolNode {
     fn default_outputs(&self) -> &'static [&'static str] {
         self.0.default_outputs()
+    }
+
+    fn check(&self) -> Result<(), ParamError> {
+        self.1.clone()
     }
 
     fn input_params(&self) -> Vec<(String, Value)> {

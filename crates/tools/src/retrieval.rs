@@ -13,7 +13,7 @@ use super::meta::{Param, ToolMeta};
 use super::reference::kb_prompt;
 use super::{Call, Tool};
 use canvas_engine::template::plain_text;
-use canvas_engine::{BuildError, CResult, ComponentError};
+use canvas_engine::{BuildError, CResult, ComponentError, ParamError};
 use canvas_pyrt::Object;
 
 /// A RAGFlow server's HTTP API.
@@ -33,6 +33,12 @@ impl std::fmt::Debug for RagflowApi {
             .finish_non_exhaustive()
     }
 }
+
+/// Why a Retrieval from RAGFlow's memory cannot run here.
+const NO_MEMORY: &str = "Retrieval from RAGFlow memory is not supported in this build of canvas; search datasets instead (retrieval_from: dataset)";
+
+/// Why metadata filters an LLM writes cannot run here.
+const NO_LLM_FILTERS: &str = "Retrieval: meta_data_filter methods \"auto\" and \"semi_auto\" (metadata filters written by an LLM) are not supported in this build of canvas; use \"manual\" conditions";
 
 /// How long one request to the RAGFlow server may take.
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -96,6 +102,39 @@ impl Tool for Retrieval {
         &["RAGFLOW_BASE_URL", "RAGFLOW_API_KEY"]
     }
 
+    /// The features this build lacks are refused before a run where the parameters
+    /// alone decide them; `run` keeps its guards for runs that skipped this.
+    fn check(&self, params: &Object) -> Result<(), ParamError> {
+        let listed = |k: &str| match params.get(k) {
+            Some(Value::Array(a)) => !a.is_empty(),
+            Some(Value::String(s)) => !s.is_empty(),
+            _ => false,
+        };
+        let from = params.get("retrieval_from").and_then(Value::as_str);
+        let datasets = ["dataset_ids", "kb_ids", "kb_vars"]
+            .iter()
+            .any(|k| listed(k));
+        let memory = match from {
+            Some("memory") => true,
+            Some("dataset") => false,
+            _ => !datasets && listed("memory_ids"),
+        };
+        if memory {
+            return Err(ParamError::new(NO_MEMORY, &["retrieval_from"]));
+        }
+        let method = params
+            .get("meta_data_filter")
+            .and_then(|f| f.get("method"))
+            .and_then(Value::as_str);
+        if matches!(method, Some("auto" | "semi_auto")) {
+            return Err(ParamError::new(
+                NO_LLM_FILTERS,
+                &["meta_data_filter", "method"],
+            ));
+        }
+        Ok(())
+    }
+
     fn thoughts(&self, args: &Object) -> String {
         let query = args
             .get("query")
@@ -118,9 +157,7 @@ impl Tool for Retrieval {
             // cannot. A component error would let `exception_method` or an Agent's
             // model carry on as if RAGFlow had failed; the canvas must change first.
             Source::Memory => {
-                return Err(ComponentError::Fatal(
-                    "Retrieval from RAGFlow memory is not supported in this build of canvas; search datasets instead (retrieval_from: dataset)".into(),
-                ));
+                return Err(ComponentError::Fatal(NO_MEMORY.into()));
             }
             Source::Nothing => {
                 call.set_output("formalized_content", empty);
@@ -339,9 +376,7 @@ fn metadata_condition(call: &Call<'_>) -> CResult<Option<Value>> {
         // Fatal, not `Failed`: RAGFlow would run these filters; this build cannot, and
         // the canvas must change before it runs here (as for memory retrieval).
         Some("auto") | Some("semi_auto") => {
-            return Err(ComponentError::Fatal(
-                "Retrieval: meta_data_filter methods \"auto\" and \"semi_auto\" (metadata filters written by an LLM) are not supported in this build of canvas; use \"manual\" conditions".into(),
-            ));
+            return Err(ComponentError::Fatal(NO_LLM_FILTERS.into()));
         }
         _ => return Ok(None),
     }
@@ -414,6 +449,30 @@ mod tests {
         assert_eq!(ck["kb_id"], "k");
         assert!(ck.get("vector").is_none());
         assert!(ck.get("id").is_none());
+    }
+
+    #[test]
+    fn memory_and_llm_filters_are_refused_before_the_run() {
+        let check = |p: Value| {
+            let Value::Object(p) = p else { unreachable!() };
+            Retrieval { meta: meta() }.check(&p).map_err(|e| e.path)
+        };
+        assert_eq!(check(json!({"dataset_ids": ["kb"]})), Ok(()));
+        assert_eq!(
+            check(json!({"retrieval_from": "memory"})),
+            Err(vec!["retrieval_from".to_string()])
+        );
+        assert!(check(json!({"memory_ids": ["m"]})).is_err());
+        // Datasets first: memory ids beside them are not searched.
+        assert_eq!(check(json!({"memory_ids": ["m"], "kb_ids": ["k"]})), Ok(()));
+        assert_eq!(
+            check(json!({"meta_data_filter": {"method": "auto"}})),
+            Err(vec!["meta_data_filter".to_string(), "method".to_string()])
+        );
+        assert_eq!(
+            check(json!({"meta_data_filter": {"method": "manual"}})),
+            Ok(())
+        );
     }
 
     #[test]

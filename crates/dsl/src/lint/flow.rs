@@ -186,6 +186,20 @@ fn checks_refs(kind: &str) -> bool {
 /// not run yet. If it references two components on different exclusive branches of one
 /// Switch or Categorize, one of them has not run whichever branch was taken.
 fn silent_drops(c: &Canvas<'_>, out: &mut Vec<Finding>) {
+    // Only a component referencing two others can be dropped so. The branches are
+    // walked (once per router) only when there is one: that walk is what costs on a
+    // canvas of many Switches.
+    let referencing: Vec<(usize, Refs<'_>)> = c
+        .comps
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| checks_refs(&x.kind))
+        .map(|(n, _)| (n, text_refs(c, n)))
+        .filter(|(_, refs)| refs.iter().any(|r| r.0 != refs[0].0))
+        .collect();
+    if referencing.is_empty() {
+        return;
+    }
     // Per router: for each component, the one branch that reaches it (if exactly one does).
     let routers: Vec<(usize, Vec<Option<usize>>)> = c
         .comps
@@ -197,15 +211,10 @@ fn silent_drops(c: &Canvas<'_>, out: &mut Vec<Finding>) {
     if routers.is_empty() {
         return;
     }
-    for (n, comp) in c
-        .comps
-        .iter()
-        .enumerate()
-        .filter(|(_, x)| checks_refs(&x.kind))
-    {
-        let refs = text_refs(c, n);
+    for (n, refs) in &referencing {
+        let comp = &c.comps[*n];
         for (s, only) in &routers {
-            if let Some((a, (b, segs))) = split_pair(&refs, only) {
+            if let Some((a, (b, segs))) = split_pair(refs, only) {
                 let router = &c.comps[*s];
                 out.push(
                     Finding::new(
@@ -248,9 +257,12 @@ fn exclusive_branches(c: &Canvas<'_>, branches: &[Vec<usize>]) -> Vec<Option<usi
     only
 }
 
+/// Referenced components, each with where the reference is written.
+type Refs<'a> = Vec<(usize, Vec<Seg<'a>>)>;
+
 /// The components component `n` references in the texts RAGFlow checks (brace references,
 /// plus a Categorize's `query` selector), each with where it is written.
-fn text_refs<'a>(c: &Canvas<'a>, n: usize) -> Vec<(usize, Vec<Seg<'a>>)> {
+fn text_refs<'a>(c: &Canvas<'a>, n: usize) -> Refs<'a> {
     let comp = &c.comps[n];
     let mut refs = Vec::new();
     for_each_ref(comp.params, &mut |r, segs| {

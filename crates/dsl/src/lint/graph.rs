@@ -8,6 +8,7 @@ use std::sync::LazyLock;
 
 use serde_json::Value;
 
+use super::{Catalog, Support};
 use crate::model::Object;
 
 /// The params of a component that has none (or whose params are not an object).
@@ -88,16 +89,30 @@ pub(super) struct Edge<'a> {
 }
 
 /// One entry of `components`, read leniently (any field may be missing or mis-typed).
+/// Its fields are read in one pass over the entry: a canvas may have thousands.
 #[derive(Debug)]
 pub(super) struct Comp<'a> {
     /// Its id (the key in `components`).
     pub(super) id: &'a str,
     /// The entry, when it is an object.
     pub(super) entry: Option<&'a Object>,
+    /// `obj` as written.
+    pub(super) obj: Option<&'a Value>,
+    /// `obj.params` as written.
+    pub(super) raw_params: Option<&'a Value>,
+    /// `downstream` as written.
+    pub(super) downstream: Option<&'a Value>,
+    /// `upstream` as written.
+    pub(super) upstream: Option<&'a Value>,
+    /// `parent_id` as written.
+    pub(super) parent_raw: Option<&'a Value>,
     /// `obj.component_name`, when it is a string.
     pub(super) class: Option<&'a str>,
     /// The class lower-cased (`""` without one): RAGFlow's engine compares lower-cased names.
     pub(super) kind: String,
+    /// How this build treats the class (`Unknown` without one), asked of the catalog
+    /// once per distinct class.
+    pub(super) support: Support,
     /// `obj.params` (empty when missing or not an object).
     pub(super) params: &'a Object,
     /// `parent_id` when truthy (RAGFlow treats a falsy one as "no parent").
@@ -127,14 +142,10 @@ impl Comp<'_> {
     /// The pointer to param `key` when it is written, else to the params (or the
     /// component), so that a pointer always names something in the file.
     pub(super) fn param_or_parent(&self, key: &str) -> Vec<String> {
-        let obj = self
-            .entry
-            .and_then(|e| e.get("obj"))
-            .and_then(Value::as_object);
-        match obj.and_then(|o| o.get("params")) {
+        match self.raw_params {
             Some(Value::Object(p)) if p.contains_key(key) => self.param_path(&[key]),
             Some(Value::Object(_)) => self.param_path(&[]),
-            _ if obj.is_some() => comp_path(self.id, &["obj"]),
+            _ if self.obj.is_some_and(Value::is_object) => comp_path(self.id, &["obj"]),
             _ => comp_path(self.id, &[]),
         }
     }
@@ -148,7 +159,7 @@ pub(super) struct Canvas<'a> {
     /// Components in file order.
     pub(super) comps: Vec<Comp<'a>>,
     /// Id → position in `comps`.
-    index: HashMap<&'a str, usize>,
+    index: Index<'a>,
     /// Per component: the components whose parent it is, in file order.
     pub(super) children: Vec<Vec<usize>>,
     /// Per component: the existing targets of its route edges (no duplicates).
@@ -162,14 +173,35 @@ pub(super) struct Canvas<'a> {
 impl<'a> Canvas<'a> {
     /// Index `doc`; `None` when it is not a canvas (not an object, or no `components`
     /// object).
-    pub(super) fn new(doc: &'a Value) -> Option<Canvas<'a>> {
+    pub(super) fn new(doc: &'a Value, catalog: &dyn Catalog) -> Option<Canvas<'a>> {
         let doc = doc.as_object()?;
         let raw = doc.get("components")?.as_object()?;
-        let mut comps: Vec<Comp<'a>> = raw.iter().map(|(id, v)| read_comp(id, v)).collect();
-        let index: HashMap<&'a str, usize> =
-            comps.iter().enumerate().map(|(i, c)| (c.id, i)).collect();
+        // The catalog is asked once per distinct class (a canvas repeats a few classes).
+        let mut known: Vec<(&'a str, Support)> = Vec::new();
+        let mut comps: Vec<Comp<'a>> = raw
+            .iter()
+            .map(|(id, v)| {
+                let mut c = read_comp(id, v);
+                if let Some(class) = c.class {
+                    c.support = match known.iter().find(|(k, _)| *k == class) {
+                        Some((_, s)) => s.clone(),
+                        None => {
+                            let s = catalog.component(class);
+                            known.push((class, s.clone()));
+                            s
+                        }
+                    };
+                }
+                c
+            })
+            .collect();
+        let mut index: Index<'a> = HashMap::with_capacity_and_hasher(comps.len(), Fnv);
+        index.extend(comps.iter().enumerate().map(|(i, c)| (c.id, i)));
 
-        let kinds: Vec<String> = comps.iter().map(|c| c.kind.clone()).collect();
+        let containers: Vec<bool> = comps
+            .iter()
+            .map(|c| matches!(c.kind.as_str(), "loop" | "iteration"))
+            .collect();
         for c in &mut comps {
             let (edges, branches) = route_edges(c, &index);
             c.edges = edges;
@@ -178,7 +210,7 @@ impl<'a> Canvas<'a> {
                 .parent
                 .and_then(Value::as_str)
                 .and_then(|p| index.get(p).copied())
-                .filter(|&p| matches!(kinds[p].as_str(), "loop" | "iteration"));
+                .filter(|&p| containers[p]);
         }
 
         let n = comps.len();
@@ -270,39 +302,91 @@ impl<'a> Canvas<'a> {
     }
 }
 
-/// Read one `components` entry without assuming any shape.
+/// Component ids to positions. Ids are the canvas's own, so a fast hash is fine.
+type Index<'a> = HashMap<&'a str, usize, Fnv>;
+
+/// FNV-1a: a canvas's id index is hashed a few times per component, and SipHash's
+/// resistance to chosen keys buys nothing for a file the user checks.
+#[derive(Debug, Clone, Copy, Default)]
+struct Fnv;
+
+/// The running state of [`Fnv`].
+struct FnvHasher(u64);
+
+impl std::hash::BuildHasher for Fnv {
+    type Hasher = FnvHasher;
+
+    fn build_hasher(&self) -> FnvHasher {
+        FnvHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for FnvHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// Read one `components` entry without assuming any shape, in one pass over its keys.
 fn read_comp<'a>(id: &'a str, v: &'a Value) -> Comp<'a> {
     let entry = v.as_object();
-    let obj = entry.and_then(|e| e.get("obj")).and_then(Value::as_object);
-    let class = obj
-        .and_then(|o| o.get("component_name"))
-        .and_then(Value::as_str);
-    let params = obj
-        .and_then(|o| o.get("params"))
-        .and_then(Value::as_object)
-        .unwrap_or(&EMPTY);
+    let (mut obj, mut downstream, mut upstream, mut parent) = (None, None, None, None);
+    for (k, v) in entry.into_iter().flatten() {
+        match k.as_str() {
+            "obj" => obj = Some(v),
+            "downstream" => downstream = Some(v),
+            "upstream" => upstream = Some(v),
+            "parent_id" => parent = Some(v),
+            _ => {}
+        }
+    }
+    let (mut class, mut raw_params) = (None, None);
+    for (k, v) in obj.and_then(Value::as_object).into_iter().flatten() {
+        match k.as_str() {
+            "component_name" => class = v.as_str(),
+            "params" => raw_params = Some(v),
+            _ => {}
+        }
+    }
     Comp {
         id,
         entry,
+        obj,
+        raw_params,
+        downstream,
+        upstream,
+        parent_raw: parent,
         class,
         kind: class.map(str::to_ascii_lowercase).unwrap_or_default(),
-        params,
-        parent: entry.and_then(|e| e.get("parent_id")).filter(|p| truthy(p)),
+        support: Support::Unknown,
+        params: raw_params.and_then(Value::as_object).unwrap_or(&EMPTY),
+        parent: parent.filter(|p| truthy(p)),
         parent_idx: None,
         edges: Vec::new(),
         branches: Vec::new(),
     }
 }
 
+/// `o[key]`, by a scan when `o` is small (params and entries mostly are: cheaper than
+/// hashing the key).
+pub(super) fn field<'a>(o: &'a Object, key: &str) -> Option<&'a Value> {
+    if o.len() > 8 {
+        return o.get(key);
+    }
+    o.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+}
+
 /// The route edges of `c` and, for a Switch or a Categorize, its exclusive branches.
-fn route_edges<'a>(
-    c: &Comp<'a>,
-    index: &HashMap<&'a str, usize>,
-) -> (Vec<Edge<'a>>, Vec<Vec<usize>>) {
+fn route_edges<'a>(c: &Comp<'a>, index: &Index<'a>) -> (Vec<Edge<'a>>, Vec<Vec<usize>>) {
     let mut edges = Vec::new();
     let mut branches = Vec::new();
-    let downstream = c.entry.and_then(|e| e.get("downstream"));
-    add_edges(&mut edges, index, downstream, &EdgeAt::Downstream);
+    add_edges(&mut edges, index, c.downstream, &EdgeAt::Downstream);
     let p = c.params;
     if c.is("switch") {
         if let Some(Value::Array(conds)) = p.get("conditions") {
@@ -330,7 +414,7 @@ fn route_edges<'a>(
     }
     // RAGFlow has an exception handler only when `exception_method` is truthy; it then
     // jumps to `exception_goto` when that is truthy (`engine.md` §2.5, §4.4).
-    if p.get("exception_method").is_some_and(truthy) {
+    if field(p, "exception_method").is_some_and(truthy) {
         add_edges(&mut edges, index, p.get("exception_goto"), &EdgeAt::Goto);
     }
     (edges, branches)
@@ -339,7 +423,7 @@ fn route_edges<'a>(
 /// Append the edges a field lists; return the existing targets among them.
 fn add_edges<'a>(
     edges: &mut Vec<Edge<'a>>,
-    index: &HashMap<&'a str, usize>,
+    index: &Index<'a>,
     v: Option<&'a Value>,
     at: &dyn Fn(Option<usize>) -> EdgeAt<'a>,
 ) -> Vec<usize> {
@@ -356,11 +440,23 @@ fn add_edges<'a>(
     branch
 }
 
-/// The items in first-seen order, without duplicates (lists here are short).
+/// The items in first-seen order, without duplicates. Lists are short, but one (a
+/// fan-out's `downstream`) may list thousands: past a few, a set keeps this linear.
 fn dedup(items: impl IntoIterator<Item = usize>) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
+    let mut seen: Option<std::collections::HashSet<usize>> = None;
     for x in items {
-        if !out.contains(&x) {
+        let new = match &mut seen {
+            Some(set) => set.insert(x),
+            None if out.len() < 16 => !out.contains(&x),
+            None => {
+                let mut set: std::collections::HashSet<usize> = out.iter().copied().collect();
+                let new = set.insert(x);
+                seen = Some(set);
+                new
+            }
+        };
+        if new {
             out.push(x);
         }
     }
@@ -382,7 +478,7 @@ mod tests {
                 "exception_method": "goto", "exception_goto": "A"}}},
             "A": {"obj": {"component_name": "Message"}},
         }});
-        let Some(c) = Canvas::new(&doc) else {
+        let Some(c) = Canvas::new(&doc, &super::super::testing::Fake) else {
             panic!("a canvas")
         };
         let s = &c.comps[1];
@@ -421,7 +517,7 @@ mod tests {
             "Body": {"obj": {"component_name": "Message"}, "parent_id": "Loop:L"},
             "After": {"obj": {"component_name": "Message"}, "parent_id": null},
         }});
-        let Some(c) = Canvas::new(&doc) else {
+        let Some(c) = Canvas::new(&doc, &super::super::testing::Fake) else {
             panic!("a canvas")
         };
         assert_eq!(c.children[0], [1, 2]);
@@ -435,10 +531,13 @@ mod tests {
     #[test]
     fn anything_that_is_not_an_object_with_components_is_no_canvas() {
         for v in [json!(null), json!([]), json!({"components": []}), json!({})] {
-            assert!(Canvas::new(&v).is_none(), "{v}");
+            assert!(
+                Canvas::new(&v, &super::super::testing::Fake).is_none(),
+                "{v}"
+            );
         }
         let doc = json!({"components": {"x": 5, "y": {"obj": "z", "downstream": {"a": 1}}}});
-        let Some(c) = Canvas::new(&doc) else {
+        let Some(c) = Canvas::new(&doc, &super::super::testing::Fake) else {
             panic!("a canvas")
         };
         assert_eq!(c.comps.len(), 2);

@@ -5,15 +5,17 @@
 //! runs nothing and knows no concrete component: what this build runs comes from a
 //! [`Catalog`]. Each rule file owns one concern:
 //! - `graph`: the indexed canvas and the traversals the rules share;
+//! - `shape`: the JSON types the loader requires (C009);
 //! - `structure`: classes, ids, routes and parents (C003–C016);
 //! - `flow`: reachability, cycles and RAGFlow's silent drop (C020, C021, C050);
 //! - `refs`: variable references (C030–C033);
-//! - `params`: component parameters (C040–C046).
+//! - `params`: component parameters (C040–C047).
 
 mod flow;
 mod graph;
 mod params;
 mod refs;
+mod shape;
 mod structure;
 #[cfg(test)]
 mod testing;
@@ -48,14 +50,32 @@ pub trait Catalog {
     fn tool(&self, name: &str) -> Support;
     /// Every output a component of class `name` with these params can set, or `None` when that cannot be known statically. Includes declared `params.outputs` keys. (`_ERROR`, `_created_time`, `_elapsed_time` are always allowed by lint itself.)
     fn outputs(&self, name: &str, params: &Object) -> Option<Vec<String>>;
+    /// The classes this build runs, to suggest one for a mistyped class (none by default).
+    fn classes(&self) -> Vec<&str> {
+        Vec::new()
+    }
+    /// Build a component of class `name` (one this build runs) as `canvas run` does and check its params: the first refusal, if any (C047). The default checks nothing, for callers that build the components themselves anyway (`run` compiles right after).
+    fn check_params(&self, _name: &str, _params: &Object) -> Option<Refusal> {
+        None
+    }
+}
+
+/// Why a component's parameters are refused (RAGFlow's `check()`, or a value this build cannot run).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// What is wrong, in one line.
+    pub message: String,
+    /// Where, as keys (and array indices) below the component's `params`; empty when only the component is known.
+    pub path: Vec<String>,
 }
 
 /// Check a canvas DSL object (components form, already normalized) and return every finding, in a deterministic order: document-level findings first, then per component in `components` order, then by code, then by pointer.
 pub fn lint(doc: &serde_json::Value, catalog: &dyn Catalog) -> Vec<Finding> {
-    let Some(canvas) = Canvas::new(doc) else {
+    let Some(canvas) = Canvas::new(doc, catalog) else {
         return vec![not_a_canvas(doc)];
     };
     let mut out = Vec::new();
+    shape::check(&canvas, &mut out);
     structure::check(&canvas, catalog, &mut out);
     flow::check(&canvas, &mut out);
     refs::check(&canvas, catalog, &mut out);

@@ -1,6 +1,6 @@
 //! Parameter rules: models and tools of LLM/Agent/Categorize (C040, C041), form fields
-//! (C042), Iteration input (C043) and Loop settings RAGFlow rejects or mis-runs
-//! (C044–C046).
+//! (C042), Iteration input (C043), Loop settings RAGFlow rejects or mis-runs
+//! (C044–C046), and each component's own check as `canvas run` makes it (C047).
 
 use serde_json::Value;
 
@@ -13,6 +13,7 @@ use crate::syntax::BARE_CPN_REF;
 /// Run every parameter rule.
 pub(super) fn check(c: &Canvas<'_>, catalog: &dyn Catalog, out: &mut Vec<Finding>) {
     for (i, comp) in c.comps.iter().enumerate() {
+        refused(comp, catalog, out);
         match comp.kind.as_str() {
             "llm" | "categorize" => empty_model(comp, comp.params, &[], out),
             "agent" => {
@@ -29,6 +30,33 @@ pub(super) fn check(c: &Canvas<'_>, catalog: &dyn Catalog, out: &mut Vec<Finding
             _ => {}
         }
     }
+}
+
+/// C047: the component as `canvas run` builds it refuses its params (RAGFlow's `check()`
+/// at load, or a value this build cannot run). Only for classes this build runs (the
+/// others are C004–C007) and params the loader can read (else C009).
+fn refused(comp: &Comp<'_>, catalog: &dyn Catalog, out: &mut Vec<Finding>) {
+    let Some(class) = comp.class else { return };
+    if !matches!(comp.raw_params, None | Some(Value::Null | Value::Object(_))) {
+        return;
+    }
+    if comp.support != Support::Runs {
+        return;
+    }
+    let Some(r) = catalog.check_params(class, comp.params) else {
+        return;
+    };
+    let path: Vec<&str> = r.path.iter().map(String::as_str).collect();
+    let at = match path.first() {
+        Some(key) if comp.params.contains_key(*key) => comp.param_path(&path),
+        _ => comp.param_or_parent(""),
+    };
+    out.push(
+        Finding::new("C047", Level::Error, r.message)
+            .hint("`canvas run` checks every component's parameters before it starts, as RAGFlow does when it loads a canvas; fix this one")
+            .component(comp.id)
+            .at(&at),
+    );
 }
 
 /// Missing, `null` or `""` (RAGFlow's "not complete" test).
@@ -455,6 +483,21 @@ mod tests {
     use serde_json::json;
 
     use super::super::testing::{base, cpn, one, only, run, with};
+
+    #[test]
+    fn c047_the_catalog_refuses_the_params() {
+        let mut doc = base();
+        assert_eq!(only(&doc, "C047"), []);
+        doc["components"]["Message:M"]["obj"]["params"]["output_format"] = json!("html");
+        let f = one(&doc, "C047");
+        assert_eq!(f.pointer, "/components/Message:M/obj/params/output_format");
+        assert_eq!(f.component.as_deref(), Some("Message:M"));
+        assert_eq!(f.message, "output_format \"html\" is not supported");
+        assert!(f.stops_run);
+        // Params the loader cannot read are C009's, not built.
+        doc["components"]["Message:M"]["obj"]["params"] = json!("output_format");
+        assert_eq!(only(&doc, "C047"), []);
+    }
 
     #[test]
     fn c040_empty_llm_id_on_models_and_sub_agents() {

@@ -78,6 +78,10 @@ fn classify(expr: &str) -> Target<'_> {
 /// a bare selector. A bare `cpn@var` counts only when `cpn` has a `:` or is `begin` (so an
 /// e-mail address is not a reference); a bare `sys.x`/`env.x` must be lower-case.
 pub(super) fn refs_in(s: &str) -> Vec<Ref<'_>> {
+    // Most strings of a canvas hold no brace: no need to run the pattern on them.
+    if !s.contains('{') {
+        return bare(s.trim_matches(' ')).into_iter().collect();
+    }
     let braced: Vec<Ref<'_>> = REF_RE
         .captures_iter(s)
         .filter_map(|c| c.get(1))
@@ -95,7 +99,7 @@ pub(super) fn refs_in(s: &str) -> Vec<Ref<'_>> {
 
 /// `s` as a bare selector, if it is one.
 fn bare(s: &str) -> Option<Ref<'_>> {
-    let target = if BARE_CPN_REF.is_match(s) {
+    let target = if s.contains('@') && BARE_CPN_REF.is_match(s) {
         let (id, var) = s.split_once('@')?;
         (id.contains(':') || id == "begin").then_some(Target::Cpn { id, var })?
     } else {

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::graph::{Canvas, Comp, EdgeAt, comp_path, listed_ids};
+use super::graph::{Canvas, Comp, EdgeAt, comp_path};
 use super::{Catalog, Support};
 use crate::finding::{Finding, Level};
 
@@ -31,24 +31,31 @@ fn classes(c: &Canvas<'_>, catalog: &dyn Catalog, out: &mut Vec<Finding>) -> boo
             out.push(no_class(comp));
             continue;
         };
-        let at = comp_path(comp.id, &["obj", "component_name"]);
-        let found = match catalog.component(class) {
+        let found = match comp.support.clone() {
             Support::Runs => continue,
             Support::Ingestion => {
                 ingestion = true;
                 continue;
             }
-            Support::Unknown => Finding::new(
-                "C004",
-                Level::Error,
-                format!("unknown component class `{class}`"),
-            )
-            .hint("`canvas components` lists the supported ones"),
+            Support::Unknown => {
+                let f = Finding::new(
+                    "C004",
+                    Level::Error,
+                    format!("unknown component class `{class}`"),
+                );
+                match crate::suggest::closest(class, catalog.classes()) {
+                    Some(near) => f.hint(format!(
+                        "did you mean \"{near}\"? `canvas components` lists the supported ones"
+                    )),
+                    None => f.hint("`canvas components` lists the supported ones"),
+                }
+            }
             Support::NotYet(why) => Finding::new("C005", Level::Error, why)
                 .hint("`canvas components` lists what this build runs; replace or remove it"),
             Support::Dead(why) => Finding::new("C006", Level::Error, why)
                 .hint("RAGFlow cannot run it either: replace it with a current component"),
         };
+        let at = comp_path(comp.id, &["obj", "component_name"]);
         out.push(found.component(comp.id).at(&at));
     }
     ingestion
@@ -56,8 +63,7 @@ fn classes(c: &Canvas<'_>, catalog: &dyn Catalog, out: &mut Vec<Finding>) -> boo
 
 /// C004 for an entry without a class name: RAGFlow reads `obj.component_name` first.
 fn no_class(comp: &Comp<'_>) -> Finding {
-    let obj = comp.entry.and_then(|e| e.get("obj"));
-    let (what, at) = match (comp.entry, obj) {
+    let (what, at) = match (comp.entry, comp.obj) {
         (None, _) => ("the component is not an object", comp_path(comp.id, &[])),
         (Some(_), None) => ("the component has no `obj`", comp_path(comp.id, &[])),
         (Some(_), Some(Value::Object(o))) if o.contains_key("component_name") => (
@@ -80,7 +86,7 @@ fn no_class(comp: &Comp<'_>) -> Finding {
 fn ingestion_pipeline() -> Finding {
     Finding::new(
         "C007",
-        Level::Info,
+        Level::Error,
         "this is a data-ingestion pipeline, not an agent canvas; `canvas run` does not run it",
     )
     .hint("run it in RAGFlow; `canvas` runs agent canvases")
@@ -158,17 +164,17 @@ fn dangling_routes(comp: &Comp<'_>, out: &mut Vec<Finding>) {
 /// C011: `upstream` is never read by RAGFlow, but a stale one shows the graph was edited
 /// by hand and other tools (the Go port) build their graph from it.
 fn dangling_upstream(c: &Canvas<'_>, comp: &Comp<'_>, out: &mut Vec<Finding>) {
-    let upstream = comp.entry.and_then(|e| e.get("upstream"));
-    for (j, id) in listed_ids(upstream) {
-        if id.is_some_and(|id| c.index(id).is_some()) {
+    // A value that is not an id, or an `upstream` that is not a list, is C009's.
+    let Some(Value::Array(items)) = comp.upstream else {
+        return;
+    };
+    for (j, id) in items.iter().enumerate() {
+        let Some(id) = id.as_str() else { continue };
+        if c.index(id).is_some() {
             continue;
         }
-        let what = match id {
-            Some(id) => format!("`upstream` lists unknown component `{id}`"),
-            None => "`upstream` lists a value that is not a component id".to_owned(),
-        };
-        let mut at = comp_path(comp.id, &["upstream"]);
-        at.extend(j.map(|j| j.to_string()));
+        let what = format!("`upstream` lists unknown component `{id}`");
+        let at = comp_path(comp.id, &["upstream", &j.to_string()]);
         out.push(
             Finding::new("C011", Level::Warning, what)
                 .hint("remove it; `canvas migrate` rebuilds `upstream` from `downstream`")
@@ -187,18 +193,25 @@ fn bad_parent(c: &Canvas<'_>, comp: &Comp<'_>, out: &mut Vec<Finding>) {
     if comp.parent_idx.is_some() {
         return;
     }
-    let what = match parent.as_str() {
-        None => "`parent_id` is not a component id".to_owned(),
-        Some(p) => match c.index(p) {
-            None => format!("`parent_id` names unknown component `{p}`"),
-            Some(i) => format!(
+    // A `parent_id` that is not a string is C009's.
+    let Some(p) = parent.as_str() else {
+        return;
+    };
+    // Compile refuses a parent that does not exist; RAGFlow runs a body whose parent is
+    // some other component, and crashes when the body ends.
+    let (what, refused) = match c.index(p) {
+        None => (format!("`parent_id` names unknown component `{p}`"), true),
+        Some(i) => (
+            format!(
                 "`parent_id` names `{p}`, a {}, not a Loop or an Iteration",
                 c.comps[i].class.unwrap_or("component without a class")
             ),
-        },
+            false,
+        ),
     };
     out.push(
         Finding::new("C016", Level::Error, what)
+            .stops_run(refused)
             .hint("set `parent_id` to the enclosing Loop or Iteration, or remove it")
             .component(comp.id)
             .at(&comp_path(comp.id, &["parent_id"])),
@@ -284,7 +297,8 @@ mod tests {
             super::super::testing::codes(&found),
             [("C007", String::new())]
         );
-        assert_eq!(found[0].level, crate::finding::Level::Info);
+        assert_eq!(found[0].level, crate::finding::Level::Error);
+        assert!(found[0].stops_run);
         assert_eq!(only(&base(), "C007"), []);
     }
 

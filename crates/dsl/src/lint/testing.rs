@@ -57,6 +57,16 @@ impl Catalog for Fake {
         }
     }
 
+    fn check_params(&self, name: &str, params: &Object) -> Option<super::Refusal> {
+        // Stands for a component's own check: a Message refuses an attachment format.
+        let f = params.get("output_format").and_then(Value::as_str)?;
+        name.eq_ignore_ascii_case("Message")
+            .then(|| super::Refusal {
+                message: format!("output_format {f:?} is not supported"),
+                path: vec!["output_format".into()],
+            })
+    }
+
     fn outputs(&self, name: &str, params: &Object) -> Option<Vec<String>> {
         match name.to_ascii_lowercase().as_str() {
             "message" => Some(vec!["content".into()]),
