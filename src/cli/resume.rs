@@ -266,22 +266,23 @@ fn record_unrecorded_end(
     })?;
     tracing::info!(run_id = %rec.id, turn = turn.turn, %status, "an ended turn recorded");
     if turn_args.output.format() != super::opts::RunFormat::Text {
-        super::runs::write_stdout(|out| {
+        // The same renderers as a running turn's, so the framing is theirs.
+        let output = turn_args.output.output();
+        let mut r = turn_args.output.renderer(false, output.writer());
+        let end = if status == RunStatus::Waiting {
+            canvas_ui::RunEnd::Waiting
+        } else {
+            canvas_ui::RunEnd::Finished
+        };
+        let shown = (|| {
             for line in &lines {
-                if turn_args.output.format() == super::opts::RunFormat::Sse {
-                    out.write_all(b"data:")?;
-                    out.write_all(line.as_bytes())?;
-                    out.write_all(b"\n\n")?;
-                } else {
-                    out.write_all(line.as_bytes())?;
-                    out.write_all(b"\n")?;
-                }
+                let ev: Event = serde_json::from_str(line).map_err(std::io::Error::other)?;
+                r.event_line(&ev, line.as_bytes())?;
             }
-            if turn_args.output.format() == super::opts::RunFormat::Sse {
-                out.write_all(b"data:[DONE]\n\n")?;
-            }
-            Ok(())
-        })?;
+            r.finish(&end)?;
+            output.drain()
+        })();
+        super::runs::output_result(shown)?;
     }
     if status == RunStatus::Waiting {
         let fields: Vec<String> = waiting
