@@ -286,10 +286,10 @@ enum Kill {
 
 /// Start `canvas ARGS --store STORE` (stdin and stderr null, stdout into a file, as a
 /// pipeline's consumer would keep it), SIGKILL it once it has printed `bytes` bytes
-/// (the kill lands wherever the process has got to by then: printed output is stored
-/// first, and it may be further on), and look at what it left in the store. Returns
+/// and `jitter` more (the kill lands wherever the process has got to by then: printed
+/// output is stored first, and it may be further on), and look at what it left in the store. Returns
 /// that and the events the child printed.
-fn kill_after(args: &[&str], store: &Path, bytes: u64) -> (Kill, Vec<Value>) {
+fn kill_after(args: &[&str], store: &Path, bytes: u64, jitter: Duration) -> (Kill, Vec<Value>) {
     let home = store.parent().expect("store in a folder");
     let out_path = store.with_extension(format!("out-{}", COUNTER.fetch_add(1, SeqCst)));
     let out_file = std::fs::File::create(&out_path).expect("stdout file");
@@ -312,6 +312,9 @@ fn kill_after(args: &[&str], store: &Path, bytes: u64) -> (Kill, Vec<Value>) {
     {
         std::thread::sleep(Duration::from_micros(200));
     }
+    // Output comes in bursts (flushed every few milliseconds): a kill somewhere after
+    // the burst that crossed `bytes` rather than always right at its end.
+    std::thread::sleep(jitter);
     // SIGKILL; if the child already exited (not yet reaped), this is harmless and the
     // exit status below tells.
     let _ = child.kill();
@@ -459,6 +462,11 @@ fn reference(case: &Case, flow: &Path, store: &Path) -> Reference {
     }
 }
 
+/// Up to 5 ms more before a kill (a few of the output's flush intervals).
+fn jitter(rng: &mut Rng) -> Duration {
+    Duration::from_micros((rng.unit() * 5000.0) as u64)
+}
+
 /// Bytes of the run's stored event lines (what a resume replays at most).
 fn stored_bytes(store: &Path, run_id: &str) -> u64 {
     let out = cli(&["events", run_id, "--format", "jsonl"], store);
@@ -530,7 +538,7 @@ fn crash_and_resume(case: Case) {
         };
         // Up to the whole output: a kill after the last byte lands in the exit.
         let at = (span as f64 * rng.unit() * 1.02) as u64;
-        let (kill, printed) = kill_after(&args, &store, at);
+        let (kill, printed) = kill_after(&args, &store, at, jitter(&mut rng));
         outputs.push(printed);
         let (run_id, stored) = match kill {
             Kill::Exited(st) => {
@@ -558,8 +566,12 @@ fn crash_and_resume(case: Case) {
         if attempts % 3 == 0 && status(&store, &run_id) == "running" {
             // The resume prints the turn's stored events first: kill past them.
             let at = stored_bytes(&store, &run_id) + (span as f64 * rng.unit()) as u64;
-            let (kill, printed) =
-                kill_after(&["resume", "latest", "--format", "jsonl"], &store, at);
+            let (kill, printed) = kill_after(
+                &["resume", "latest", "--format", "jsonl"],
+                &store,
+                at,
+                jitter(&mut rng),
+            );
             outputs.push(printed);
             match kill {
                 Kill::Exited(st) => {
@@ -665,10 +677,10 @@ fn killed_iteration_resumes_like_an_uninterrupted_run() {
 fn killed_form_run_resumes_like_an_uninterrupted_run() {
     crash_and_resume(Case {
         name: "form",
-        dsl: form_canvas(120, 120),
+        dsl: form_canvas(400, 400),
         query: "go".into(),
         form: true,
-        expected: "name=x;count=240".into(),
+        expected: "name=x;count=800".into(),
         seed: 0xBF58_476D_1CE4_E5B9,
     });
 }
