@@ -59,10 +59,10 @@ pub(crate) fn decompress(bytes: &[u8], what: impl Fn() -> String) -> Result<Stri
     String::from_utf8(raw).map_err(|_| StoreError::Corrupt(format!("{}: not UTF-8", what())))
 }
 
-/// The JSON lines of a stored chunk of `count` events of run `run_id`, the first being
-/// event `first` of the run.
+/// The JSON lines of a stored chunk's text (decompressed, its large values back in) of
+/// `count` events of run `run_id`, the first being event `first` of the run.
 pub(crate) fn lines(
-    bytes: &[u8],
+    text: &str,
     count: i64,
     first: i64,
     message_id: &str,
@@ -71,7 +71,6 @@ pub(crate) fn lines(
 ) -> Result<Vec<String>> {
     let last = first + count - 1;
     let what = || format!("run {run_id}: stored events {first}–{last}");
-    let text = decompress(bytes, what)?;
     let env = Envelope {
         message_id,
         created_at,
@@ -111,8 +110,8 @@ mod tests {
         let mut c = EventChunk::new("m1", 42);
         c.push("node_started", r#"{"component_id":"a"}"#);
         c.push("message", r#"{"content":"x\ny"}"#);
-        let bytes = compress(&c.text);
-        let got = lines(&bytes, 2, 7, "m1", 42, "RUN").unwrap();
+        let text = decompress(&compress(&c.text), || "t".into()).unwrap();
+        let got = lines(&text, 2, 7, "m1", 42, "RUN").unwrap();
         assert_eq!(
             got,
             [
@@ -124,16 +123,14 @@ mod tests {
 
     #[test]
     fn corrupt_chunks_are_named() {
-        let e = lines(b"\x05\0\0\0zz", 3, 4, "m", 0, "R").unwrap_err();
+        let e = decompress(b"\x05\0\0\0zz", || "run R: stored events 4–6".into()).unwrap_err();
         assert!(e.to_string().contains("run R: stored events 4–6"), "{e}");
-        let bad_name = compress("node_done {}\n");
-        let e = lines(&bad_name, 1, 9, "m", 0, "R").unwrap_err();
+        let e = lines("node_done {}\n", 1, 9, "m", 0, "R").unwrap_err();
         assert!(
             e.to_string().contains("stored event 9: unknown event"),
             "{e}"
         );
-        let short = compress("message {}\n");
-        let e = lines(&short, 2, 1, "m", 0, "R").unwrap_err();
+        let e = lines("message {}\n", 2, 1, "m", 0, "R").unwrap_err();
         assert!(e.to_string().contains("1 events stored, 2 expected"), "{e}");
     }
 }

@@ -9,6 +9,7 @@
 //! transaction. Events are kept compact ([`EventChunk`]): the payloads, without the
 //! envelope a turn's events share; reading them back gives the JSON lines as emitted.
 
+mod blobs;
 mod checkpoint;
 mod chunk;
 pub mod delta;

@@ -161,8 +161,9 @@ impl SqliteStore {
         Ok(out)
     }
 
-    /// [`crate::Store::run_bytes`]: the bytes of every column of the runs' rows and of
-    /// the rows of every table whose foreign key references `runs`. Page overhead and
+    /// [`crate::Store::run_bytes`]: the bytes of every column of the runs' rows, of the
+    /// rows of every table whose foreign key references `runs`, and of the large values
+    /// no other run uses. Page overhead and
     /// indexes are not counted: the file shrinks by somewhat more.
     pub(crate) fn payload_bytes(&self, ids: &[String]) -> Result<u64> {
         if ids.is_empty() {
@@ -208,6 +209,19 @@ impl SqliteStore {
             let n: i64 = c.query_row(&q, [&list], |r| r.get(0)).map_err(err)?;
             total += u64::try_from(n).unwrap_or(0);
         }
+        // Large values kept once go with the last run that uses them.
+        let n: i64 = c
+            .query_row(
+                "SELECT COALESCE(SUM(length(body)), 0) FROM blobs
+                 WHERE hash IN (SELECT hash FROM blob_refs
+                                WHERE run_id IN (SELECT value FROM json_each(?1)))
+                   AND NOT EXISTS (SELECT 1 FROM blob_refs AS r WHERE r.hash = blobs.hash
+                                   AND r.run_id NOT IN (SELECT value FROM json_each(?1)))",
+                [&list],
+                |r| r.get(0),
+            )
+            .map_err(err)?;
+        total += u64::try_from(n).unwrap_or(0);
         Ok(total)
     }
 

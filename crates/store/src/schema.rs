@@ -90,6 +90,24 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // 5: the options a run was started with (JSON: its model source, tool settings,
     // limits), so `resume` continues it the same way unless told otherwise.
     "ALTER TABLE runs ADD COLUMN options TEXT;",
+    // 6: large values kept once (see `blobs.rs`): a chunk's or checkpoint's `cuts` say
+    // where its large strings were cut out and their keys in `blobs`; `blob_refs` says
+    // which runs use a blob, and the last reference gone deletes it.
+    "CREATE TABLE blobs (
+        hash TEXT PRIMARY KEY NOT NULL,     -- hex SHA-256 of the value's JSON text
+        body BLOB NOT NULL                  -- LZ4 of that text
+    );
+    CREATE TABLE blob_refs (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        hash   TEXT NOT NULL,
+        PRIMARY KEY (run_id, hash)
+    ) WITHOUT ROWID;
+    CREATE INDEX blob_refs_by_hash ON blob_refs (hash);
+    CREATE TRIGGER blobs_forget AFTER DELETE ON blob_refs
+    WHEN NOT EXISTS (SELECT 1 FROM blob_refs WHERE hash = OLD.hash)
+    BEGIN DELETE FROM blobs WHERE hash = OLD.hash; END;
+    ALTER TABLE event_chunks ADD COLUMN cuts TEXT;  -- JSON [[offset, hash], ...] or NULL
+    ALTER TABLE checkpoints ADD COLUMN cuts TEXT;",
 ];
 
 /// The file's schema version.

@@ -19,6 +19,7 @@ use rusqlite::{
 };
 use serde_json::Value;
 
+use super::blobs;
 #[cfg(test)]
 use super::checkpoint::MAX_DELTAS;
 use super::chunk;
@@ -310,25 +311,38 @@ impl SqliteStore {
             params![run_id, turn],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
-        type Raw = (i64, i64, String, i64, Vec<u8>);
+        type Raw = (i64, i64, String, i64, Vec<u8>, Option<String>);
         let chunks: Vec<Raw> = all(
             &g.conn,
             op,
-            "SELECT seq, n, message_id, created_at, body FROM event_chunks
+            "SELECT seq, n, message_id, created_at, body, cuts FROM event_chunks
              WHERE run_id = ?1 AND (?2 IS NULL OR turn = ?2) ORDER BY seq",
             params![run_id, turn],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            },
         )?;
         if legacy.is_empty() && chunks.is_empty() {
             SqliteStore::must_exist(&g.conn, run_id)?;
         }
-        drop(g);
         // A store written before chunks existed has rows in `events` only, and a run
         // continued since has its older events there: they come first.
         let mut out: Vec<String> = legacy.into_iter().map(|(_, body)| body).collect();
-        for (seq, n, message_id, created_at, body) in chunks {
+        for (seq, n, message_id, created_at, body, cuts) in chunks {
+            let what = || format!("run {run_id}: stored events {seq}–{}", seq + n - 1);
+            let mut text = chunk::decompress(&body, what)?;
+            if let Some(cuts) = cuts {
+                text = blobs::join(text, &cuts, |k| fetch_blob(&g.conn, op, k), what)?;
+            }
             out.extend(chunk::lines(
-                &body,
+                &text,
                 n,
                 seq,
                 &message_id,
@@ -336,6 +350,7 @@ impl SqliteStore {
                 run_id,
             )?);
         }
+        drop(g);
         Ok(out)
     }
 
@@ -353,11 +368,16 @@ impl SqliteStore {
                 Some(n) => n,
                 None => SqliteStore::last_event_seq(tx, run_id)? + 1,
             };
+            let split = blobs::split(&c.text);
+            let (text, cuts) = match &split {
+                Some(s) => (s.text.as_str(), Some(keep_blobs(tx, op, run_id, s)?)),
+                None => (c.text.as_str(), None),
+            };
             exec(
                 tx,
                 op,
-                "INSERT INTO event_chunks (run_id, seq, n, turn, message_id, created_at, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO event_chunks (run_id, seq, n, turn, message_id, created_at, body, cuts)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 params![
                     run_id,
                     first,
@@ -365,7 +385,8 @@ impl SqliteStore {
                     w.turn,
                     c.message_id,
                     c.created_at,
-                    chunk::compress(&c.text)
+                    chunk::compress(text),
+                    cuts
                 ],
             )?;
             next = Some(first + i64::from(c.count));
@@ -380,17 +401,24 @@ impl SqliteStore {
                     expected: cp.seq - 1,
                 });
             }
-            let body = chunk::compress(&cp.json);
+            let split = blobs::split(&cp.json);
+            let (json, cuts) = match &split {
+                Some(s) => (s.text.as_str(), Some(keep_blobs(tx, op, run_id, s)?)),
+                None => (cp.json.as_str(), None),
+            };
+            let body = chunk::compress(json);
             exec(
                 tx,
                 op,
-                "INSERT INTO checkpoints (run_id, seq, turn, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO checkpoints (run_id, seq, turn, kind, body, cuts)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![
                     run_id,
                     cp.seq,
                     w.turn,
                     if cp.full { "full" } else { "delta" },
-                    body
+                    body,
+                    cuts
                 ],
             )?;
             if cp.full {
@@ -434,6 +462,44 @@ impl SqliteStore {
         let q = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?1";
         Ok(one(c, op, q, [run_id], |r| r.get(0))?.unwrap_or(0))
     }
+}
+
+/// Keep the values cut out of a text in `blobs` (each once) and note that the run uses
+/// them; returns the text's `cuts` column.
+fn keep_blobs(tx: &Connection, op: Op<'_>, run_id: &str, s: &blobs::Split<'_>) -> Result<String> {
+    for (cut, value) in s.cuts.iter().zip(&s.values) {
+        exec(
+            tx,
+            op,
+            "INSERT OR IGNORE INTO blob_refs (run_id, hash) VALUES (?1, ?2)",
+            params![run_id, cut.hash],
+        )?;
+        let q = "SELECT 1 FROM blobs WHERE hash = ?1";
+        let stored: Option<i64> = one(tx, op, q, [&cut.hash], |r| r.get(0))?;
+        if stored.is_none() {
+            exec(
+                tx,
+                op,
+                "INSERT INTO blobs (hash, body) VALUES (?1, ?2)",
+                params![cut.hash, chunk::compress(value)],
+            )?;
+        }
+    }
+    Ok(s.cuts_json())
+}
+
+/// The text of a large value kept in `blobs` (see [`keep_blobs`]).
+fn fetch_blob(c: &Connection, op: Op<'_>, key: &str) -> Result<String> {
+    let body: Option<Vec<u8>> = one(
+        c,
+        op,
+        "SELECT body FROM blobs WHERE hash = ?1",
+        [key],
+        |r| r.get(0),
+    )?;
+    let what = || format!("run {}: large value {key}", op.1);
+    let body = body.ok_or_else(|| StoreError::Corrupt(format!("{}: missing", what())))?;
+    chunk::decompress(&body, what)
 }
 
 /// A stored checkpoint body as JSON text: compressed (a blob) or, as older versions
@@ -582,34 +648,46 @@ impl Store for SqliteStore {
         // One read transaction: the snapshot and its deltas as of one moment.
         let tx = g.conn.transaction().map_err(|e| op.err(e))?;
         let what = |seq: i64| move || format!("reading checkpoint {seq} of run {run_id}");
-        let full: Option<(i64, SqlValue)> = one(
+        type Raw = (i64, SqlValue, Option<String>);
+        let full: Option<Raw> = one(
             &tx,
             op,
-            "SELECT seq, body FROM checkpoints WHERE run_id = ?1 AND kind = 'full'
+            "SELECT seq, body, cuts FROM checkpoints WHERE run_id = ?1 AND kind = 'full'
              ORDER BY seq DESC LIMIT 1",
             [run_id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
-        let Some((seq, body)) = full else {
+        let Some((seq, body, cuts)) = full else {
             SqliteStore::must_exist(&tx, run_id)?;
             return Ok(Checkpointer::new());
         };
-        let deltas: Vec<(i64, SqlValue)> = all(
+        let deltas: Vec<Raw> = all(
             &tx,
             op,
-            "SELECT seq, body FROM checkpoints WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
+            "SELECT seq, body, cuts FROM checkpoints WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
             params![run_id, seq],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
+        // The large values, read in the same transaction as the rows that use them.
+        let text = |seq: i64, body: SqlValue, cuts: Option<String>| -> Result<String> {
+            let text = body_text(body, what(seq))?;
+            match cuts {
+                Some(cuts) => blobs::join(text, &cuts, |k| fetch_blob(&tx, op, k), what(seq)),
+                None => Ok(text),
+            }
+        };
+        let body = text(seq, body, cuts)?;
+        let deltas = deltas
+            .into_iter()
+            .map(|(seq, v, cuts)| Ok((seq, text(seq, v, cuts)?)))
+            .collect::<Result<Vec<(i64, String)>>>()?;
         tx.commit().map_err(|e| op.err(e))?;
         drop(g);
 
-        let body = body_text(body, what(seq))?;
         let mut state: RunState = from_json(&body, what(seq))?;
         let n = u32::try_from(deltas.len()).unwrap_or(u32::MAX);
         let (mut last, mut delta_bytes) = (seq, 0);
-        for (seq, v) in deltas {
-            let text = body_text(v, what(seq))?;
+        for (seq, text) in deltas {
             let d: Delta = from_json(&text, what(seq))?;
             apply(&mut state, &d).map_err(|source| StoreError::Json {
                 context: what(seq)(),
@@ -1687,6 +1765,83 @@ mod tests {
             .execute("DELETE FROM runs WHERE id = '01B'", [])
             .unwrap();
         assert_eq!(count("SELECT COUNT(*) FROM canvases"), 0);
+    }
+
+    #[test]
+    fn a_large_value_is_stored_once_and_forgotten_with_its_last_run() {
+        let store = mem();
+        let doc: String = (0..200_000)
+            .map(|i| char::from(b'a' + (i * 7 % 26) as u8))
+            .collect();
+        let doc_json = serde_json::to_string(&doc).unwrap();
+        let mut states = Vec::new();
+        for id in ["01A", "01B"] {
+            run(&store, id, 1.0);
+            let mut cp = Checkpointer::new();
+            let mut state = RunState::default();
+            state.globals.insert("sys.query".into(), json!(doc));
+            for n in 0..3 {
+                let node = format!("StringTransform:T{n}");
+                state.set_output(&node, "result", json!(doc));
+                let mut w = RunWrite::new(id, 1);
+                let mut c = crate::EventChunk::new("m", 7);
+                c.push(
+                    "node_finished",
+                    &format!(r#"{{"component_id":"{node}","inputs":{doc_json},"outputs":{{"result":{doc_json}}}}}"#),
+                );
+                w.events.push(c);
+                w.checkpoint = cp.plan(&state).unwrap();
+                store.write_one(w).unwrap();
+            }
+            states.push(state);
+        }
+        let count = |q: &str| -> i64 { store.lock().conn.query_row(q, [], |r| r.get(0)).unwrap() };
+        assert_eq!(
+            count("SELECT COUNT(*) FROM blobs"),
+            1,
+            "one value, stored once"
+        );
+        let kept = count("SELECT SUM(length(body)) FROM blobs")
+            + count("SELECT SUM(length(body)) FROM event_chunks")
+            + count("SELECT SUM(length(body)) FROM checkpoints");
+        // Two runs of three nodes: 14 copies of the value as written, LZ4 inside each.
+        let one = chunk::compress(&doc_json).len() as i64;
+        assert!(kept < one + 4096, "{kept} bytes kept for a value of {one}");
+        for (id, state) in ["01A", "01B"].iter().zip(&states) {
+            let events = store.events(id).unwrap();
+            assert_eq!(events.len(), 3);
+            let e: Value = serde_json::from_str(&events[2]).unwrap();
+            assert_eq!(e["data"]["outputs"]["result"], json!(doc));
+            assert_eq!(e["data"]["inputs"], json!(doc));
+            assert_eq!(load(&store, id).as_ref(), Some(state));
+        }
+        assert!(
+            store.run_bytes(&["01A".into()]).unwrap() < 4096,
+            "01B still uses the value: deleting 01A does not free it"
+        );
+        assert!(store.run_bytes(&["01A".into(), "01B".into()]).unwrap() > one as u64);
+        store.delete_runs(&["01A".into()]).unwrap();
+        assert_eq!(count("SELECT COUNT(*) FROM blobs"), 1, "01B still uses it");
+        assert_eq!(store.events("01B").unwrap().len(), 3);
+        store.delete_runs(&["01B".into()]).unwrap();
+        assert_eq!(count("SELECT COUNT(*) FROM blobs"), 0);
+        assert_eq!(count("SELECT COUNT(*) FROM blob_refs"), 0);
+    }
+
+    #[test]
+    fn a_missing_large_value_is_a_corrupt_store_not_a_panic() {
+        let store = mem();
+        run(&store, "01A", 1.0);
+        let big = serde_json::to_string(&"x".repeat(blobs::MIN_LEN)).unwrap();
+        let mut w = RunWrite::new("01A", 1);
+        let mut c = crate::EventChunk::new("m", 7);
+        c.push("message", &format!(r#"{{"content":{big}}}"#));
+        w.events.push(c);
+        store.write_one(w).unwrap();
+        store.lock().conn.execute("DELETE FROM blobs", []).unwrap();
+        let e = store.events("01A").unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt(_)), "{e}");
+        assert!(e.to_string().contains("run 01A"), "{e}");
     }
 
     #[test]
