@@ -1,23 +1,21 @@
 //! `-i KEY=VALUE` and `--inputs FILE` → the run's `inputs` in RAGFlow's API shape
-//! (`{key: {value, type?}}`), typed and checked by the fields the canvas declares.
-//!
-//! A `-i` value, and a bare value in an inputs file, must fit its field (an integer, one
-//! of the options, ...): a bad one is a usage error before anything runs. An entry
-//! already in RAGFlow's API shape (`{"value": ..., "type": ...}`) is passed on as
-//! RAGFlow's API takes it, unchecked there too, with a warning when it does not fit.
+//! (`{key: {value, type?}}`): this reads the files (`@FILE` values too) and prints the
+//! warnings; typing and checking the values by the fields the canvas declares is
+//! `canvas_ui::inputs`.
 
 use std::collections::HashSet;
 use std::io::Read;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::CliError;
-use canvas_dsl::load::{Format, parse_value};
+use canvas_dsl::load::Format;
 use canvas_engine::Canvas;
 use canvas_pyrt::Object;
-use canvas_ui::prompt::{FieldKind, field_kind, option_text, pick_option};
+use canvas_ui::inputs;
+pub use canvas_ui::inputs::from_answers;
 
 /// Build the run's inputs. `declared` maps field keys to their definitions (Begin's
 /// `inputs`, a form's fields), which type and check the values given for them; values
@@ -40,26 +38,8 @@ pub fn collect(
             Some("json") => Format::Json,
             _ => Format::Sniff,
         };
-        let v = parse_value(&text, fmt)
+        out = inputs::from_file_text(&text, fmt, declared, &mut |e| warn_unfit(path, e))
             .map_err(|e| CliError::invalid(format!("{}: {e}", path.display())))?;
-        let Value::Object(map) = v else {
-            return Err(CliError::invalid(format!(
-                "{}: the inputs file must map field keys to values",
-                path.display()
-            )));
-        };
-        for (k, v) in map {
-            let decl = declared.get(&k);
-            let v = match v {
-                Value::Object(o) if o.contains_key("value") => {
-                    warn_unfit(path, &k, &o, decl);
-                    Value::Object(o)
-                }
-                bare => checked(&k, bare, decl)
-                    .map_err(|e| CliError::invalid(format!("{}: {}", path.display(), e.message)))?,
-            };
-            out.insert(k.clone(), api_shape(v, decl));
-        }
     }
     for p in pairs {
         let Some((k, raw)) = p.split_once('=') else {
@@ -68,23 +48,14 @@ pub fn collect(
         };
         let k = k.trim();
         let raw = at_file(raw).map_err(|e| CliError::invalid(format!("input {k:?}: {e}")))?;
-        let value = typed(k, &raw, declared.get(k))?;
-        out.insert(k.to_string(), api_shape(value, declared.get(k)));
+        let value = inputs::from_pair(k, &raw, declared).map_err(|e| {
+            let mut err = CliError::invalid(e.message);
+            err.hint = e.hint;
+            err
+        })?;
+        out.insert(k.to_string(), value);
     }
     Ok(out)
-}
-
-/// Answers asked in the terminal (bare typed values) → `inputs` in API shape.
-pub fn from_answers(answers: Object, declared: &Object) -> Object {
-    answers
-        .into_iter()
-        .map(|(k, v)| {
-            // Always wrapped: an object answer may itself have a `value` key.
-            let wrapped = json!({ "value": v });
-            let shaped = api_shape(wrapped, declared.get(&k));
-            (k, shaped)
-        })
-        .collect()
 }
 
 /// Every field the canvas asks for, by key: Begin's inputs, then the fields of its
@@ -197,148 +168,9 @@ pub fn missing_error(label: &str, missing: &Object, unknown: &[Unknown]) -> CliE
     .hint(hint)
 }
 
-/// Wrap a bare value as `{value}`; an object that already has `value` is kept. The
-/// declared field type is added when missing.
-fn api_shape(v: Value, decl: Option<&Value>) -> Value {
-    let mut o = match v {
-        Value::Object(o) if o.contains_key("value") => o,
-        other => Object::from_iter([("value".to_string(), other)]),
-    };
-    if !o.contains_key("type") {
-        if let Some(t) = decl.and_then(|d| d.get("type")).filter(|t| t.is_string()) {
-            o.insert("type".into(), t.clone());
-        }
-    }
-    Value::Object(o)
-}
-
-/// The declared field type, lower-cased (empty when there is none).
-fn field_type(decl: Option<&Value>) -> String {
-    decl.and_then(|d| d.get("type"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase()
-}
-
-/// The options of an options field (`None` for other fields, and for an options field
-/// without a list, which takes any text as the terminal prompt does).
-fn options_of(decl: Option<&Value>) -> Option<Vec<Value>> {
-    match field_kind(decl?) {
-        FieldKind::Options(list) => Some(list),
-        _ => None,
-    }
-}
-
-/// `"a", "b"`: the options as a user types them.
-fn options_list(list: &[Value]) -> String {
-    list.iter()
-        .map(|o| format!("{:?}", option_text(o)))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The usage error for a value `got` (as the user wrote it) that does not fit `key`.
-fn unfit(key: &str, what: &str, got: &str) -> CliError {
-    CliError::invalid(format!("input {key:?} expects {what}; got {got:?}"))
-}
-
-/// A value that is not one of the options of `key`.
-fn not_an_option(key: &str, list: &[Value], got: &str) -> CliError {
-    let first = list.first().map(option_text).unwrap_or_default();
-    unfit(key, &format!("one of {}", options_list(list)), got).hint(format!("-i {key}={first}"))
-}
-
-/// A `-i` value typed by its declared field type (JSON when it parses, else text, for
-/// undeclared fields).
-fn typed(key: &str, raw: &str, decl: Option<&Value>) -> Result<Value, CliError> {
-    let bad = |what: &str| unfit(key, what, raw);
-    Ok(match field_type(decl).as_str() {
-        "options" => match options_of(decl) {
-            Some(list) => pick_option(&list, raw.trim())
-                .or_else(|| optional_blank(raw, decl))
-                .ok_or_else(|| not_an_option(key, &list, raw))?,
-            None => json!(raw),
-        },
-        "line" | "paragraph" | "text" | "string" | "object" => json!(raw),
-        t if t.contains("file") => json!(raw),
-        "integer" | "int" => json!(raw.trim().parse::<i64>().map_err(|_| bad("an integer"))?),
-        "float" | "number" => {
-            let f: f64 = raw.trim().parse().map_err(|_| bad("a number"))?;
-            serde_json::Number::from_f64(f)
-                .map(Value::Number)
-                .ok_or_else(|| bad("a finite number"))?
-        }
-        "boolean" | "bool" => match raw.trim().to_ascii_lowercase().as_str() {
-            "true" | "yes" | "1" | "on" => json!(true),
-            "false" | "no" | "0" | "off" => json!(false),
-            _ => return Err(bad("true or false")),
-        },
-        _ => serde_json::from_str(raw).unwrap_or_else(|_| json!(raw)),
-    })
-}
-
-/// An empty answer to an optional field: no answer (`null`).
-fn optional_blank(raw: &str, decl: Option<&Value>) -> Option<Value> {
-    let optional = decl
-        .and_then(|d| d.get("optional"))
-        .and_then(Value::as_bool)
-        == Some(true);
-    (optional && raw.trim().is_empty()).then_some(Value::Null)
-}
-
-/// A bare value from an inputs file, checked as `-i` checks its text: text is typed as
-/// `-i` types it; any other JSON value must already have the field's type.
-fn checked(key: &str, v: Value, decl: Option<&Value>) -> Result<Value, CliError> {
-    if let Value::String(s) = &v {
-        return typed(key, s, decl);
-    }
-    if v.is_null() {
-        return Ok(v);
-    }
-    let got = v.to_string();
-    let ty = field_type(decl);
-    let fits = match ty.as_str() {
-        "options" => match options_of(decl) {
-            Some(list) => {
-                return pick_option(&list, &option_text(&v))
-                    .ok_or_else(|| not_an_option(key, &list, &got));
-            }
-            None => true,
-        },
-        // A number or yes/no for a text field is its text, as `-i` would give it.
-        "line" | "paragraph" | "text" | "string" => match &v {
-            Value::Number(_) | Value::Bool(_) => return Ok(json!(got)),
-            _ => return Err(unfit(key, "text", &got)),
-        },
-        t if t.contains("file") => v
-            .as_array()
-            .is_some_and(|files| files.iter().all(Value::is_string)),
-        "integer" | "int" => v.is_i64() || v.is_u64(),
-        "float" | "number" => v.is_number(),
-        "boolean" | "bool" => v.is_boolean(),
-        _ => true,
-    };
-    if fits {
-        Ok(v)
-    } else {
-        let what = match ty.as_str() {
-            "integer" | "int" => "an integer",
-            "float" | "number" => "a number",
-            "boolean" | "bool" => "true or false",
-            _ => "a file path or a list of them",
-        };
-        Err(unfit(key, what, &got))
-    }
-}
-
 /// Warn (once per process: a form's answers are read again when the form is reached)
 /// about an entry in API shape whose value does not fit its field.
-fn warn_unfit(path: &Path, key: &str, entry: &Object, decl: Option<&Value>) {
-    let value = entry.get("value").cloned().unwrap_or(Value::Null);
-    let Err(e) = checked(key, value, decl) else {
-        return;
-    };
+fn warn_unfit(path: &Path, e: &inputs::Unfit) {
     static WARNED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
     let msg = format!(
         "warning: {}: {}; passed on as given (RAGFlow's API shape is not checked)",
@@ -407,84 +239,36 @@ pub fn query_value(raw: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
-    fn typed_by_declared_fields() {
-        let declared = json!({"name": {"type": "line"}, "age": {"type": "integer"}, "ok": {"type": "boolean"}});
+    fn pairs_and_files_are_typed_by_declared_fields() {
+        let declared = json!({"age": {"type": "integer"}});
         let declared = declared.as_object().unwrap();
-        let pairs = [
-            "name=123".to_string(),
-            "age=36".into(),
-            "ok=yes".into(),
-            "extra=[1,2]".into(),
-        ];
-        let got = collect(None, &pairs, declared).unwrap();
-        assert_eq!(got["name"], json!({"value": "123", "type": "line"}));
+        let got = collect(
+            None,
+            &["age=36".to_string(), "extra=[1,2]".into()],
+            declared,
+        )
+        .unwrap();
         assert_eq!(got["age"], json!({"value": 36, "type": "integer"}));
-        assert_eq!(got["ok"], json!({"value": true, "type": "boolean"}));
         assert_eq!(got["extra"], json!({"value": [1, 2]}));
         assert!(collect(None, &["age=old".into()], declared).is_err());
         assert!(collect(None, &["novalue".into()], declared).is_err());
-    }
-
-    #[test]
-    fn options_must_be_listed() {
-        let declared = json!({
-            "pace": {"type": "options", "options": ["relaxed", "packed"]},
-            "size": {"type": "options", "options": [1, 2]},
-            "free": {"type": "options", "options": []},
-            "maybe": {"type": "options", "options": ["a"], "optional": true}
-        });
-        let declared = declared.as_object().unwrap();
-        let got = collect(None, &["pace=Packed".into(), "size=2".into()], declared).unwrap();
-        assert_eq!(got["pace"]["value"], "packed");
-        assert_eq!(got["size"]["value"], 2);
-        let err = collect(None, &["pace=frantic".into()], declared).unwrap_err();
-        assert_eq!(
-            err.message,
-            r#"input "pace" expects one of "relaxed", "packed"; got "frantic""#
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("in.yaml");
+        std::fs::write(&file, "age: '40'\n").unwrap();
+        let got = collect(Some(&file), &[], declared).unwrap();
+        assert_eq!(got["age"], json!({"value": 40, "type": "integer"}));
+        std::fs::write(&file, "age: forty\n").unwrap();
+        let err = collect(Some(&file), &[], declared).unwrap_err();
+        assert!(
+            err.message
+                .ends_with(r#"in.yaml: input "age" expects an integer; got "forty""#),
+            "{}",
+            err.message
         );
-        assert_eq!(err.hint.as_deref(), Some("-i pace=relaxed"));
-        assert!(collect(None, &["free=anything".into()], declared).is_ok());
-        assert_eq!(
-            collect(None, &["maybe=".into()], declared).unwrap()["maybe"]["value"],
-            Value::Null
-        );
-        assert!(collect(None, &["pace=".into()], declared).is_err());
-    }
-
-    #[test]
-    fn bare_file_values_are_checked_like_typed_ones() {
-        let declared = json!({
-            "n": {"type": "integer"}, "x": {"type": "float"}, "b": {"type": "boolean"},
-            "t": {"type": "line"}, "o": {"type": "object"}, "f": {"type": "file"},
-            "p": {"type": "options", "options": ["a", 3]}
-        });
-        let d = declared.as_object().unwrap();
-        let ok = |k: &str, v: Value| checked(k, v, d.get(k)).unwrap();
-        let bad = |k: &str, v: Value| checked(k, v, d.get(k)).unwrap_err().message;
-        assert_eq!(ok("n", json!("36")), json!(36));
-        assert_eq!(ok("n", json!(36)), json!(36));
-        assert_eq!(
-            bad("n", json!(3.5)),
-            r#"input "n" expects an integer; got "3.5""#
-        );
-        assert_eq!(
-            bad("n", json!("many")),
-            r#"input "n" expects an integer; got "many""#
-        );
-        assert_eq!(ok("x", json!(2)), json!(2));
-        assert!(checked("b", json!(1), d.get("b")).is_err());
-        assert_eq!(ok("b", json!(false)), json!(false));
-        assert_eq!(ok("t", json!(123)), json!("123"));
-        assert!(checked("t", json!([1]), d.get("t")).is_err());
-        assert_eq!(ok("o", json!({"a": 1})), json!({"a": 1}));
-        assert_eq!(ok("f", json!(["a.txt"])), json!(["a.txt"]));
-        assert!(checked("f", json!(3), d.get("f")).is_err());
-        assert_eq!(ok("p", json!(3)), json!(3));
-        assert!(checked("p", json!(4), d.get("p")).is_err());
-        assert_eq!(ok("undeclared", json!([1])), json!([1]));
-        assert_eq!(ok("n", Value::Null), Value::Null);
+        assert_eq!(err.hint, None);
     }
 
     #[test]

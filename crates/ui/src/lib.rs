@@ -1,7 +1,10 @@
 //! Output: renderers turn events into text, JSON lines or SSE frames. They write to any
-//! `io::Write`, so tests render into a buffer. They never decide control flow.
+//! `io::Write`, so tests render into a buffer. They never decide control flow. Input:
+//! terminal prompts ([`prompt`]) and the inputs given up front ([`inputs`]), typed by
+//! the fields a canvas declares.
 
 mod escape;
+pub mod inputs;
 mod jsonl;
 pub mod output;
 pub mod prompt;
