@@ -275,11 +275,10 @@ impl MockModel {
             calls: AtomicU64::new(0),
         }
     }
-}
 
-#[async_trait]
-impl ChatModel for MockModel {
-    async fn chat(&self, req: &ChatRequest) -> Result<DeltaStream, LlmError> {
+    /// What one call streams, in order, without the script's pauses: the answer's
+    /// chunks (or its tool calls), then the usage.
+    pub fn deltas(&self, req: &ChatRequest) -> Vec<Delta> {
         let prompt_tokens = req
             .messages
             .iter()
@@ -318,6 +317,14 @@ impl ChatModel for MockModel {
             prompt_tokens,
             completion_tokens: completion,
         }));
+        deltas
+    }
+}
+
+#[async_trait]
+impl ChatModel for MockModel {
+    async fn chat(&self, req: &ChatRequest) -> Result<DeltaStream, LlmError> {
+        let deltas = self.deltas(req);
         let (delay, gap) = (self.script.delay, self.script.chunk_delay);
         let stream = futures::stream::unfold(
             (deltas.into_iter(), true),

@@ -2,10 +2,12 @@
 //! `NAME DATA\n` lines (the event name, a space, its `data` JSON), with the envelope they
 //! share (`message_id`, `created_at`; `task_id` is the run id) kept once, and the lines
 //! LZ4-compressed. Reading a chunk rebuilds each event's JSON line byte for byte
-//! ([`canvas_engine::events::wire`]).
+//! ([`canvas_engine::events::wire`]). Large values are cut out of the text first and
+//! kept once (`blobs`).
 
 use canvas_engine::events::wire::{self, Envelope};
 
+use super::blobs::{self, Split};
 use super::{Result, StoreError};
 
 /// A run of one turn's events in the store's compact form (see the module docs).
@@ -44,6 +46,84 @@ impl EventChunk {
     /// True when it holds no event.
     pub fn is_empty(&self) -> bool {
         self.count == 0
+    }
+
+    /// The chunk's stored form: its large values cut out, the rest compressed.
+    pub fn encode(&self) -> Encoded<'_> {
+        let split = blobs::split(&self.text);
+        let body = compress(
+            split
+                .as_ref()
+                .map_or(self.text.as_str(), |s| s.text.as_str()),
+        );
+        Encoded { body, split }
+    }
+}
+
+/// An [`EventChunk`] as the store writes it.
+#[derive(Debug)]
+pub struct Encoded<'a> {
+    /// The `body` column: the text left after cutting, compressed.
+    pub body: Vec<u8>,
+    /// The large values cut out, when there are any.
+    pub(crate) split: Option<Split<'a>>,
+}
+
+impl Encoded<'_> {
+    /// The `cuts` column: where the large values go back (`None` when none was cut).
+    pub fn cuts(&self) -> Option<String> {
+        self.split.as_ref().map(Split::cuts_json)
+    }
+
+    /// The large values cut out, as (key, text), in order (a repeated value repeats).
+    pub fn blobs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.split
+            .iter()
+            .flat_map(|s| s.cuts.iter().zip(&s.values))
+            .map(|(c, v)| (c.hash.as_str(), *v))
+    }
+}
+
+/// One row of `event_chunks` as read back: a run of `n` events from event `seq` on.
+#[derive(Debug, Clone, Copy)]
+pub struct StoredChunk<'a> {
+    /// The number of the chunk's first event in the run (1-based).
+    pub seq: i64,
+    /// How many events it holds.
+    pub n: i64,
+    /// `message_id` of its events.
+    pub message_id: &'a str,
+    /// `created_at` of its events.
+    pub created_at: i64,
+    /// [`Encoded::body`].
+    pub body: &'a [u8],
+    /// [`Encoded::cuts`].
+    pub cuts: Option<&'a str>,
+}
+
+impl StoredChunk<'_> {
+    /// The events of run `run_id` in this chunk, as the JSON lines emitted; `blob`
+    /// gives the text of a large value by key. Stored bytes are not trusted: anything
+    /// that does not decode is [`StoreError::Corrupt`].
+    pub fn lines(
+        &self,
+        run_id: &str,
+        blob: impl FnMut(&str) -> Result<String>,
+    ) -> Result<Vec<String>> {
+        let (seq, n) = (self.seq, self.n);
+        let what = || format!("run {run_id}: stored events {seq}–{}", seq + n - 1);
+        let mut text = decompress(self.body, what)?;
+        if let Some(cuts) = self.cuts {
+            text = blobs::join(text, cuts, blob, what)?;
+        }
+        lines(
+            &text,
+            self.n,
+            self.seq,
+            self.message_id,
+            self.created_at,
+            run_id,
+        )
     }
 }
 

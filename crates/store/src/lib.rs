@@ -30,7 +30,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 pub use checkpoint::{CheckpointWrite, Checkpointer};
-pub use chunk::EventChunk;
+pub use chunk::{Encoded, EventChunk, StoredChunk};
 pub use delta::{CursorDelta, Delta, apply, diff};
 pub use lease::holder as lease_holder;
 pub use retention::{AutoVacuum, PruneFilter, Reclaimed, StoreSize};

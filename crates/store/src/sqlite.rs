@@ -22,7 +22,7 @@ use serde_json::Value;
 use super::blobs;
 #[cfg(test)]
 use super::checkpoint::MAX_DELTAS;
-use super::chunk;
+use super::chunk::{self, StoredChunk};
 use super::delta::{Delta, apply};
 use super::retention;
 use super::schema::{self, sql};
@@ -336,19 +336,15 @@ impl SqliteStore {
         // continued since has its older events there: they come first.
         let mut out: Vec<String> = legacy.into_iter().map(|(_, body)| body).collect();
         for (seq, n, message_id, created_at, body, cuts) in chunks {
-            let what = || format!("run {run_id}: stored events {seq}–{}", seq + n - 1);
-            let mut text = chunk::decompress(&body, what)?;
-            if let Some(cuts) = cuts {
-                text = blobs::join(text, &cuts, |k| fetch_blob(&g.conn, op, k), what)?;
-            }
-            out.extend(chunk::lines(
-                &text,
-                n,
+            let stored = StoredChunk {
                 seq,
-                &message_id,
+                n,
+                message_id: &message_id,
                 created_at,
-                run_id,
-            )?);
+                body: &body,
+                cuts: cuts.as_deref(),
+            };
+            out.extend(stored.lines(run_id, |k| fetch_blob(&g.conn, op, k))?);
         }
         drop(g);
         Ok(out)
@@ -368,10 +364,10 @@ impl SqliteStore {
                 Some(n) => n,
                 None => SqliteStore::last_event_seq(tx, run_id)? + 1,
             };
-            let split = blobs::split(&c.text);
-            let (text, cuts) = match &split {
-                Some(s) => (s.text.as_str(), Some(keep_blobs(tx, op, run_id, s)?)),
-                None => (c.text.as_str(), None),
+            let encoded = c.encode();
+            let cuts = match &encoded.split {
+                Some(s) => Some(keep_blobs(tx, op, run_id, s)?),
+                None => None,
             };
             exec(
                 tx,
@@ -385,7 +381,7 @@ impl SqliteStore {
                     w.turn,
                     c.message_id,
                     c.created_at,
-                    chunk::compress(text),
+                    encoded.body,
                     cuts
                 ],
             )?;
