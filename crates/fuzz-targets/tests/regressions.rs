@@ -1,0 +1,102 @@
+//! Every input under `fuzz/regressions/<target>/` (crashes and hangs the fuzzers found,
+//! and hand-written edge cases) through its target, on stable, in the ordinary test
+//! suite. `docs/fuzzing.md` says how an input gets there.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use canvas_fuzz_targets::{Bounded, TARGETS, target};
+
+// As in the fuzz binaries: an input asking for gigabytes aborts instead of passing
+// because the memory was never touched.
+#[global_allocator]
+static ALLOC: Bounded = Bounded;
+
+/// The CLI reads these files on its main thread, whose stack is 8 MiB; a test thread
+/// has 2 MiB, and debug builds use more stack per call.
+const STACK: usize = 8 << 20;
+
+/// Far beyond what any input takes in a debug build: a hang fixed for good stays fixed.
+const SLOW: Duration = Duration::from_secs(60);
+
+fn regressions() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions")
+}
+
+#[test]
+fn every_regression_input_passes_its_target() {
+    let root = regressions();
+    if !root.is_dir() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "{} is missing; CI needs the regression corpus",
+            root.display()
+        );
+        eprintln!("skipped: {} is missing", root.display());
+        return;
+    }
+    let mut ran = 0;
+    let mut failed = Vec::new();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("the regressions directory reads")
+        .map(|e| e.expect("a directory entry").path())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let name = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        let f = target(&name).unwrap_or_else(|| panic!("{}: no target {name:?}", dir.display()));
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .expect("a target's directory reads")
+            .map(|e| e.expect("a directory entry").path())
+            .collect();
+        files.sort();
+        for file in files {
+            let data = std::fs::read(&file).expect("a regression input reads");
+            let started = Instant::now();
+            let shown = format!(
+                "fuzz/regressions/{name}/{}",
+                file.file_name().unwrap_or_default().display()
+            );
+            let passed = std::thread::Builder::new()
+                .name(shown.clone())
+                .stack_size(STACK)
+                .spawn(move || f(&data))
+                .expect("a thread starts")
+                .join()
+                .is_ok();
+            let took = started.elapsed();
+            if !passed {
+                failed.push(format!("{shown}: the target panicked"));
+            } else if took > SLOW {
+                failed.push(format!("{shown}: took {took:?}"));
+            }
+            ran += 1;
+        }
+    }
+    assert!(ran > 0, "no regression input under {}", root.display());
+    assert!(
+        failed.is_empty(),
+        "{} of {ran} failed:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}
+
+#[test]
+fn every_target_has_a_regression_directory() {
+    let root = regressions();
+    if !root.is_dir() {
+        return;
+    }
+    for (name, _) in TARGETS {
+        assert!(
+            root.join(name).is_dir(),
+            "fuzz/regressions/{name} is missing"
+        );
+    }
+}
