@@ -110,8 +110,7 @@ impl StoredChunk<'_> {
         run_id: &str,
         blob: impl FnMut(&str) -> Result<String>,
     ) -> Result<Vec<String>> {
-        let (seq, n) = (self.seq, self.n);
-        let what = || format!("run {run_id}: stored events {seq}–{}", seq + n - 1);
+        let what = || span(run_id, self.seq, self.n);
         let mut text = decompress(self.body, what)?;
         if let Some(cuts) = self.cuts {
             text = blobs::join(text, cuts, blob, what)?;
@@ -124,6 +123,15 @@ impl StoredChunk<'_> {
             self.created_at,
             run_id,
         )
+    }
+}
+
+/// How errors name `count` stored events from event `first` on. Stored numbers are not
+/// trusted: nothing here can overflow.
+fn span(run_id: &str, first: i64, count: i64) -> String {
+    match first.checked_add(count.saturating_sub(1)) {
+        Some(last) if count >= 1 => format!("run {run_id}: stored events {first}–{last}"),
+        _ => format!("run {run_id}: {count} stored events from event {first}"),
     }
 }
 
@@ -149,16 +157,32 @@ pub(crate) fn lines(
     created_at: i64,
     run_id: &str,
 ) -> Result<Vec<String>> {
-    let last = first + count - 1;
-    let what = || format!("run {run_id}: stored events {first}–{last}");
+    let what = || span(run_id, first, count);
+    // A chunk holds at least one event, and its events' numbers fit.
+    if count < 1 || first.checked_add(count - 1).is_none() {
+        return Err(StoreError::Corrupt(format!(
+            "{}: not a count of events",
+            what()
+        )));
+    }
+    let expected = usize::try_from(count).unwrap_or(usize::MAX);
     let env = Envelope {
         message_id,
         created_at,
         task_id: run_id,
     };
-    let mut out = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
+    // The stored count does not size the buffer: each event takes a line of the text.
+    let mut out = Vec::with_capacity(expected.min(text.len() / 2));
     let mut buf = Vec::new();
     for (i, l) in text.lines().enumerate() {
+        if i == expected {
+            return Err(StoreError::Corrupt(format!(
+                "{}: {} events stored, {count} expected",
+                what(),
+                text.lines().count()
+            )));
+        }
+        // At most the last event's number, checked above.
         let seq = first + i as i64;
         let bad =
             |why: &str| StoreError::Corrupt(format!("run {run_id}: stored event {seq}: {why}"));
@@ -212,5 +236,11 @@ mod tests {
         );
         let e = lines("message {}\n", 2, 1, "m", 0, "R").unwrap_err();
         assert!(e.to_string().contains("1 events stored, 2 expected"), "{e}");
+        let e = lines("message {}\nmessage {}\n", 1, 1, "m", 0, "R").unwrap_err();
+        assert!(e.to_string().contains("2 events stored, 1 expected"), "{e}");
+        for (first, count) in [(1, 0), (1, -3), (i64::MAX, 2), (i64::MIN, i64::MIN)] {
+            let e = lines("message {}\n", count, first, "m", 0, "R").unwrap_err();
+            assert!(e.to_string().contains("not a count of events"), "{e}");
+        }
     }
 }
