@@ -8,6 +8,7 @@
 use canvas_engine::events::wire::{self, Envelope};
 
 use super::blobs::{self, Split};
+use super::json_text;
 use super::{Result, StoreError};
 
 /// A run of one turn's events in the store's compact form (see the module docs).
@@ -190,6 +191,10 @@ pub(crate) fn lines(
         if !wire::is_event_name(name) {
             return Err(bad(&format!("unknown event {name:?}")));
         }
+        // LZ4 has no checksum: corrupt bytes can decompress to text that is not JSON.
+        if !json_text::is_value(data.as_bytes()) {
+            return Err(bad("its data is not JSON"));
+        }
         buf.clear();
         wire::write_line(name, data.as_bytes(), &env, &mut buf);
         // Made of a name checked above, stored UTF-8 and JSON punctuation.
@@ -236,6 +241,12 @@ mod tests {
         );
         let e = lines("message {}\n", 2, 1, "m", 0, "R").unwrap_err();
         assert!(e.to_string().contains("1 events stored, 2 expected"), "{e}");
+        let e = lines("message {\"a\":02}\n", 1, 5, "m", 0, "R").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("stored event 5: its data is not JSON"),
+            "{e}"
+        );
         let e = lines("message {}\nmessage {}\n", 1, 1, "m", 0, "R").unwrap_err();
         assert!(e.to_string().contains("2 events stored, 1 expected"), "{e}");
         for (first, count) in [(1, 0), (1, -3), (i64::MAX, 2), (i64::MIN, i64::MIN)] {

@@ -13,6 +13,7 @@ mod blobs;
 mod checkpoint;
 mod chunk;
 pub mod delta;
+mod json_text;
 pub mod lease;
 mod retention;
 mod schema;
