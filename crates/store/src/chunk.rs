@@ -141,8 +141,24 @@ pub(crate) fn compress(text: &str) -> Vec<u8> {
     lz4_flex::compress_prepend_size(text.as_bytes())
 }
 
+/// The most bytes one byte of an LZ4 block can give: a match length grows by 255 per
+/// byte that extends it, and nothing grows faster.
+const LZ4_MAX_RATIO: usize = 255;
+
 /// The text of stored bytes (`what` names them in errors).
 pub(crate) fn decompress(bytes: &[u8], what: impl Fn() -> String) -> Result<String> {
+    // The size prefix sizes the buffer before a byte is decoded: a corrupt one must not
+    // ask for gigabytes.
+    if let Some((size, block)) = bytes.split_first_chunk::<4>() {
+        let size = u32::from_le_bytes(*size);
+        if usize::try_from(size).unwrap_or(usize::MAX) > block.len().saturating_mul(LZ4_MAX_RATIO) {
+            return Err(StoreError::Corrupt(format!(
+                "{}: {size} bytes cannot come out of {} stored bytes",
+                what(),
+                block.len()
+            )));
+        }
+    }
     let raw = lz4_flex::decompress_size_prepended(bytes)
         .map_err(|e| StoreError::Corrupt(format!("{}: {e}", what())))?;
     String::from_utf8(raw).map_err(|_| StoreError::Corrupt(format!("{}: not UTF-8", what())))
@@ -227,6 +243,31 @@ mod tests {
                 r#"{"event":"node_started","data":{"component_id":"a"},"message_id":"m1","created_at":42,"task_id":"RUN"}"#,
                 r#"{"event":"message","data":{"content":"x\ny"},"message_id":"m1","created_at":42,"task_id":"RUN"}"#,
             ]
+        );
+    }
+
+    #[test]
+    fn any_text_reads_back_however_well_it_compresses() {
+        for text in [
+            String::new(),
+            "a".into(),
+            "a".repeat(10 << 20),
+            "ab".repeat(5 << 20),
+        ] {
+            let back = decompress(&compress(&text), || "t".into()).unwrap();
+            assert!(back == text, "{} bytes", text.len());
+        }
+    }
+
+    #[test]
+    fn a_size_no_block_can_give_is_corrupt() {
+        let mut bytes = compress("hello");
+        bytes[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        let e = decompress(&bytes, || "run R: stored events 1–2".into()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("4294967295 bytes cannot come out of 6 stored bytes"),
+            "{e}"
         );
     }
 
