@@ -75,10 +75,19 @@ pub fn has_jinja(text: &str) -> bool {
     text.contains("{{") || text.contains("}}") || JINJA_BLOCK.is_match(text)
 }
 
+/// Instructions one Jinja render may run (minijinja's fuel). A render runs inside a
+/// node, where `--timeout` cannot stop it and Ctrl-C only by exiting at once, so a
+/// runaway loop (two nested `range(100000)`) must end by itself: this is a second or so of rendering, and over
+/// 100 times what a template looping over 10,000 items takes (a million passes of
+/// `{{x}}` fit). Past it the render fails, as a template error does
+/// (docs/differences.md).
+pub const JINJA_FUEL: u64 = 20_000_000;
+
 static JINJA: LazyLock<Environment<'static>> = LazyLock::new(|| {
     let mut env = Environment::new();
     // Jinja2's default Undefined renders as "" and tolerates filters.
     env.set_undefined_behavior(UndefinedBehavior::Lenient);
+    env.set_fuel(Some(JINJA_FUEL));
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
     minijinja_contrib::add_to_environment(&mut env);
     env
@@ -279,6 +288,16 @@ mod tests {
             render_jinja("{% for i in range(2) %}[x]{% endfor %}", &[]).unwrap(),
             "[x][x]"
         );
+    }
+
+    #[test]
+    fn a_runaway_loop_ends_in_an_error() {
+        let endless =
+            "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}";
+        let err = render_jinja(endless, &[]).unwrap_err();
+        assert!(err.contains("fuel"), "{err}");
+        let many = "{% for a in range(100) %}{% for b in range(100) %}x{% endfor %}{% endfor %}";
+        assert_eq!(render_jinja(many, &[]).unwrap().len(), 10_000);
     }
 
     #[test]
