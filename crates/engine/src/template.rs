@@ -105,7 +105,49 @@ fn render_pairs<'v>(
     let ctx: serde_json::Map<String, Value> = vars
         .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
         .collect();
-    JINJA.render_str(text, ctx).map_err(|e| e.to_string())
+    let template = JINJA.template_from_str(text).map_err(|e| e.to_string())?;
+    let mut out = Capped {
+        text: Vec::new(),
+        left: JINJA_MAX_OUTPUT,
+    };
+    template.render_captured_to(ctx, &mut out).map_err(|e| {
+        // A refused write is the error's source; minijinja's text does not say it.
+        match std::error::Error::source(&e) {
+            Some(why) => format!("{e}: {why}"),
+            None => e.to_string(),
+        }
+    })?;
+    // minijinja writes `str`s only.
+    String::from_utf8(out.text).map_err(|e| e.to_string())
+}
+
+/// The most text one Jinja render may write (the references' values go in after it).
+/// Fuel bounds the instructions, not what each writes: a loop printing
+/// `{{ "x" * 100000000 }}` must fail here, not exhaust memory.
+pub const JINJA_MAX_OUTPUT: usize = 64 << 20;
+
+/// A render's output, refusing to grow past `left` more bytes.
+struct Capped {
+    text: Vec<u8>,
+    left: usize,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if buf.len() > self.left {
+            return Err(std::io::Error::other(format!(
+                "the rendered text is over {} MiB",
+                JINJA_MAX_OUTPUT >> 20
+            )));
+        }
+        self.left -= buf.len();
+        self.text.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// One reference of a merge, with the text its value renders as.
@@ -298,6 +340,16 @@ mod tests {
         assert!(err.contains("fuel"), "{err}");
         let many = "{% for a in range(100) %}{% for b in range(100) %}x{% endfor %}{% endfor %}";
         assert_eq!(render_jinja(many, &[]).unwrap().len(), 10_000);
+    }
+
+    #[test]
+    fn a_runaway_output_ends_in_an_error() {
+        let huge = "{% for a in range(100) %}{{ 'x' * 10000000 }}{% endfor %}";
+        let err = render_jinja(huge, &[]).unwrap_err();
+        assert!(err.contains("over 64 MiB"), "{err}");
+        let big = "{{ 'x' * 1000000 }}\n{{ v }}\n";
+        let out = render_jinja(big, &[("v".into(), "é".into())]).unwrap();
+        assert_eq!(out.len(), 1_000_000 + 1 + 2, "{:?}", &out[out.len() - 4..]);
     }
 
     #[test]
