@@ -73,17 +73,18 @@ run_one() {
 
 totals() {
   [ -f "$SUMMARY" ] || { echo "no runs yet ($SUMMARY)"; return; }
-  # Time and executions add up over runs; coverage is the last run's (the corpus grows).
+  # Time and executions add up over runs; coverage and result are the last run's (the
+  # corpus grows); crashes counts the runs that did not end ok (each found something).
   awk -F'\t' '
     { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = substr($i, length(kv[1]) + 2) }
       t = f["target"]; if (!(t in secs)) order[n++] = t
       secs[t] += f["seconds"]; execs[t] += f["execs"]; runs[t]++
-      cov[t] = f["cov"]; ft[t] = f["ft"]
+      cov[t] = f["cov"]; ft[t] = f["ft"]; last[t] = f["result"]
       if (f["result"] != "ok") bad[t]++ }
     END {
-      printf "%-14s %5s %9s %14s %7s %7s %s\n", "target", "runs", "seconds", "executions", "cov", "ft", "crashes/errors"
+      printf "%-14s %5s %9s %14s %7s %7s %7s  %s\n", "target", "runs", "seconds", "executions", "cov", "ft", "crashes", "last run"
       for (i = 0; i < n; i++) { t = order[i]
-        printf "%-14s %5d %9d %14d %7s %7s %d\n", t, runs[t], secs[t], execs[t], cov[t], ft[t], bad[t] + 0 }
+        printf "%-14s %5d %9d %14d %7s %7s %7d  %s\n", t, runs[t], secs[t], execs[t], cov[t], ft[t], bad[t] + 0, last[t] }
     }' "$SUMMARY"
 }
 
