@@ -9,6 +9,7 @@
 //! transaction. Events are kept compact ([`EventChunk`]): the payloads, without the
 //! envelope a turn's events share; reading them back gives the JSON lines as emitted.
 
+pub mod batch;
 mod blobs;
 mod checkpoint;
 mod chunk;
@@ -17,6 +18,7 @@ pub mod lease;
 mod retention;
 mod schema;
 mod sqlite;
+mod sqlite_batch;
 pub mod writer;
 
 use std::ffi::OsString;
@@ -29,6 +31,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+pub use batch::{
+    BatchRecord, BatchRow, Batches, ClaimedRow, RowCounts, RowEnd, RowSpec, RowStatus,
+};
 pub use checkpoint::{CheckpointWrite, Checkpointer};
 pub use chunk::EventChunk;
 pub use delta::{CursorDelta, Delta, apply, diff};
@@ -327,9 +332,9 @@ pub enum StoreError {
 /// The store's result type.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// Durable storage of runs, their events and checkpoints (SQLite today; room for a
-/// networked store).
-pub trait Store: Send + Sync {
+/// Durable storage of runs, their events and checkpoints, and of batches of runs
+/// (SQLite today; room for a networked store).
+pub trait Store: Batches + Send + Sync {
     /// Insert a new run.
     fn create_run(&self, rec: &RunRecord) -> Result<()>;
     /// Insert a new run and record its first turn, in one transaction (so a run never
