@@ -1,6 +1,7 @@
 //! Integration tests: the real `canvas` binary, driven like a user drives it.
 
 mod agent_tools;
+mod batch;
 mod canvases;
 mod chat;
 mod checklist;

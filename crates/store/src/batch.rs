@@ -233,9 +233,9 @@ pub trait Batches {
     /// Record how a row `owner` holds ended; [`super::StoreError::Leased`] when `owner`
     /// does not hold it any more (another worker took it over).
     fn finish_row(&self, batch_id: &str, idx: u64, owner: &str, end: &RowEnd) -> Result<()>;
-    /// Give back every row `owner` holds and has not finished (pending again; their runs
-    /// stay tied to them, to be continued).
-    fn release_rows(&self, batch_id: &str, owner: &str) -> Result<u64>;
+    /// Give back the rows `owner` holds and has not finished, or only `row` of them
+    /// (pending again; their runs stay tied to them, to be continued); how many.
+    fn release_rows(&self, batch_id: &str, owner: &str, row: Option<u64>) -> Result<u64>;
     /// Every row of the batch, in dataset order.
     fn batch_rows(&self, batch_id: &str) -> Result<Vec<BatchRow>>;
 }

@@ -427,14 +427,15 @@ impl Batches for SqliteStore {
         })
     }
 
-    fn release_rows(&self, batch_id: &str, owner: &str) -> Result<u64> {
+    fn release_rows(&self, batch_id: &str, owner: &str, row: Option<u64>) -> Result<u64> {
         let what = format!("giving back the rows of batch {batch_id}");
         self.batch_tx(&what, |tx| {
             let n = tx
                 .execute(
                     "UPDATE batch_rows SET status = 'pending', owner = NULL, lease_expires = NULL
-                     WHERE batch_id = ?1 AND owner = ?2 AND status = 'running'",
-                    params![batch_id, owner],
+                     WHERE batch_id = ?1 AND owner = ?2 AND status = 'running'
+                     AND (?3 IS NULL OR idx = ?3)",
+                    params![batch_id, owner, row.map(|r| r as i64)],
                 )
                 .map_err(|e| sql(&what, e))?;
             Ok(n as u64)
@@ -620,7 +621,8 @@ mod tests {
             .finish_row(&rec.id, 0, "a", &end(RowStatus::Succeeded, None))
             .unwrap_err();
         assert!(matches!(e, StoreError::Leased { .. }), "{e}");
-        assert_eq!(s.release_rows(&rec.id, "b").unwrap(), 2);
+        assert_eq!(s.release_rows(&rec.id, "b", Some(1)).unwrap(), 1);
+        assert_eq!(s.release_rows(&rec.id, "b", None).unwrap(), 1);
         let c = s.claim_rows(&rec.id, "c", 5, TTL).unwrap();
         assert_eq!(c[0].run_id.as_deref(), Some("RUN0"));
         assert_eq!(c[0].attempts, 3);
