@@ -2,6 +2,7 @@
 
 mod agent_tools;
 mod batch;
+mod batch_crash;
 mod canvases;
 mod chat;
 mod checklist;
