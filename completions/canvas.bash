@@ -85,7 +85,7 @@ _canvas() {
             return 0
             ;;
         canvas__subcmd__batch)
-            opts="-o -h --dataset --resume --worker --concurrency --output --format --lease --quiet --store --no-validate --max-parallel --max-steps --seed --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --help"
+            opts="-o -h --dataset --resume --worker --concurrency --output --format --lease --quiet --store --no-validate --rps --max-parallel --max-steps --seed --mock-llm --llm-config --model --record --replay --allow-private-network --mcp-config --allow-sql-writes --output-dir --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -120,6 +120,10 @@ _canvas() {
                     return 0
                     ;;
                 --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rps)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

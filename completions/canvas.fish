@@ -172,7 +172,8 @@ complete -c canvas -n "__fish_canvas_using_subcommand batch" -l format -d 'The s
 json\t''"
 complete -c canvas -n "__fish_canvas_using_subcommand batch" -l lease -d 'Seconds before a dead worker\'s rows are taken over' -r
 complete -c canvas -n "__fish_canvas_using_subcommand batch" -l store -d 'Store [default: ~/.local/share/canvas/canvas.db]' -r -F
-complete -c canvas -n "__fish_canvas_using_subcommand batch" -l max-parallel -d 'Most components of one run running at once' -r
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l rps -d 'Most model calls per second to each provider' -r
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l max-parallel -d 'Most components of one run running at once (as `run`\'s flag; not shown: rarely changed for a batch, whose rows already run side by side)' -r
 complete -c canvas -n "__fish_canvas_using_subcommand batch" -l max-steps -d 'Step budget of a row\'s turn (0: none)' -r
 complete -c canvas -n "__fish_canvas_using_subcommand batch" -l seed -d 'Seed for random choices (Message alternatives)' -r
 complete -c canvas -n "__fish_canvas_using_subcommand batch" -l mock-llm -d 'Answer every model call from a script (docs/mock-llm.md), offline' -r -F

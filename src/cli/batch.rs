@@ -82,8 +82,12 @@ pub struct BatchArgs {
     /// The checks each run starts with.
     #[command(flatten)]
     pub admit: AdmitOpts,
-    /// Most components of one run running at once
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_PARALLEL as u16, value_parser = clap::value_parser!(u16).range(1..))]
+    /// Most model calls per second to each provider
+    #[arg(long, value_name = "N", value_parser = rps)]
+    pub rps: Option<f64>,
+    /// Most components of one run running at once (as `run`'s flag; not shown: rarely
+    /// changed for a batch, whose rows already run side by side).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_PARALLEL as u16, value_parser = clap::value_parser!(u16).range(1..), hide = true)]
     pub max_parallel: u16,
     /// Step budget of a row's turn (0: none)
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_STEPS)]
@@ -107,6 +111,13 @@ fn concurrency(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(n) if (1..=4096).contains(&n) => Ok(n),
         _ => Err("a number of rows from 1 to 4096".into()),
+    }
+}
+
+fn rps(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 => Ok(n),
+        _ => Err("a number of calls per second above 0".into()),
     }
 }
 
@@ -134,7 +145,8 @@ pub fn exec(mut args: BatchArgs) -> Result<u8, CliError> {
         None => new_batch(&args, store.as_ref())?,
     };
     let label = batch.source.clone();
-    let models = args.models.setup()?;
+    let limits = Arc::new(canvas_llm::limit::Limits::new(args.rps));
+    let models = args.models.setup_limited(Some(limits))?;
     models.check(&canvas, &label)?;
     let tools = Arc::new(args.tools.env(args.models.llm_config())?);
     let interrupt = Arc::new(AtomicBool::new(false));

@@ -230,3 +230,99 @@ fn a_bad_dataset_is_refused_before_anything_is_stored() {
         .code(2)
         .stderr_contains("no batch matches \"NOPE\"");
 }
+
+/// `begin → LLM:A (a fake provider) → Message:Out`.
+fn llm_canvas() -> Value {
+    json!({"components": {
+        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["LLM:A"], "upstream": []},
+        "LLM:A": {"obj": {"component_name": "LLM", "params": {
+            "llm_id": "fake@OpenAI-API-Compatible", "sys_prompt": "Answer.",
+            "prompts": [{"role": "user", "content": "{sys.query}"}]}},
+            "downstream": ["Message:Out"], "upstream": ["begin"]},
+        "Message:Out": {"obj": {"component_name": "Message", "params": {
+            "stream": false, "content": ["{LLM:A@content}"]}}, "downstream": [], "upstream": ["LLM:A"]}
+    }})
+}
+
+fn rows(n: usize) -> String {
+    (1..=n)
+        .map(|i| json!({"query": format!("q{i}")}).to_string() + "\n")
+        .collect()
+}
+
+#[test]
+fn rps_spaces_a_providers_calls_and_a_429_pauses_them_all_without_failing_rows() {
+    use crate::peer::{FakeServer, Reply};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    // The first two calls are refused with 429 (Retry-After: 1 s); every later one
+    // answers. The component has no retries of its own (RAGFlow's default).
+    let times: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let seen = Arc::clone(&times);
+    let server = FakeServer::with(move |_, n| {
+        seen.lock().unwrap().push(Instant::now());
+        if n <= 2 {
+            let mut r = Reply::status(429, "Rate limit reached, slow down");
+            r.headers.push(("Retry-After".into(), "1".into()));
+            r
+        } else {
+            Reply::json(
+                200,
+                json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
+                                                  "finish_reason": "stop"}]}),
+            )
+        }
+    });
+    let llm = format!(
+        "models:\n  \"fake@OpenAI-API-Compatible\":\n    base_url: \"{}\"\n",
+        server.base_url()
+    );
+    let ran = CanvasCli::new()
+        .json("flow.json", &llm_canvas())
+        .file("rows.jsonl", rows(6))
+        .file("llm.yaml", llm)
+        .args([
+            "batch",
+            "flow.json",
+            "--dataset",
+            "rows.jsonl",
+            "--llm-config",
+            "llm.yaml",
+            "--rps",
+            "4",
+            "--concurrency",
+            "6",
+            "--format",
+            "json",
+            "-o",
+            "out.jsonl",
+        ])
+        .run()
+        .code(0);
+    assert_eq!(
+        ran.json()["summary"]["counts"]["succeeded"],
+        6,
+        "{}",
+        ran.stdout()
+    );
+    let times = times.lock().unwrap().clone();
+    let results = std::fs::read_to_string(ran.dir().join("out.jsonl")).unwrap();
+    let answers: Vec<Value> = results
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["answer"].clone())
+        .collect();
+    assert_eq!(answers, vec![json!("ok"); 6], "no row saw the refusals");
+    assert_eq!(times.len(), 8, "six answers after two refusals");
+    // After the refusals, nothing reached the provider for the second it asked for.
+    let paused = times[2].duration_since(times[1]);
+    assert!(paused >= Duration::from_millis(950), "{paused:?}");
+    // At 4 calls per second, no two calls start closer than ~250 ms.
+    for w in times.windows(2) {
+        let gap = w[1].duration_since(w[0]);
+        assert!(
+            gap >= Duration::from_millis(230),
+            "calls {gap:?} apart: {times:?}"
+        );
+    }
+}
