@@ -20,11 +20,13 @@ use canvas_engine::{
 };
 use canvas_pyrt::Object;
 use canvas_store::writer::WriterHandle;
-use canvas_store::{Checkpointer, RunRecord, RunStatus, Store, TurnEnd, TurnKind, lease_holder};
+use canvas_store::{
+    Checkpointer, Fault, RunRecord, RunStatus, Store, StoreError, TurnEnd, TurnKind, lease_holder,
+};
 use canvas_ui::RunEnd;
 
 use super::opts::{OutputOpts, RunFormat, StoreOpts};
-use super::reporter::Reporter;
+use super::reporter::{Reporter, StoreFailure};
 
 /// Options shared by `run`, `resume` and `chat`.
 #[derive(Debug, Clone, Args)]
@@ -205,7 +207,11 @@ impl Session<'_> {
     pub fn drive(&self, state: RunState, next: Next) -> Result<Driven, CliError> {
         let run_id = self.run_id.clone();
         let holder = lease_holder();
-        if !self.store.acquire_lease(&run_id, &holder, LEASE_TTL)? {
+        let taken = self
+            .store
+            .acquire_lease(&run_id, &holder, LEASE_TTL)
+            .map_err(|e| self.store_error(e))?;
+        if !taken {
             let owner = self.store.lease_owner(&run_id).ok().flatten();
             return Err(CliError::invalid(format!(
                 "run {run_id} is being run by another process{}",
@@ -236,12 +242,24 @@ impl Session<'_> {
         request: TurnRequest,
         state: RunState,
     ) -> Result<Driven, CliError> {
-        let turn = self.store.create_run_with_turn(
-            record,
-            request.kind,
-            &request.query,
-            &request.inputs_json(),
-        )?;
+        let turn = self
+            .store
+            .create_run_with_turn(record, request.kind, &request.query, &request.inputs_json())
+            .map_err(|e| {
+                // Nothing was stored: the same command can be given again once the store
+                // takes writes.
+                let reason = e.reason();
+                let err = CliError::from(e);
+                let msg = format!(
+                    "{}: cannot store the run in {} ({reason}); nothing was stored",
+                    self.label,
+                    self.args.store.path().display()
+                );
+                CliError {
+                    message: msg,
+                    ..err
+                }
+            })?;
         tracing::info!(run_id = %record.id, source = %record.source, turn, "run created");
         let next = Next::Continue {
             turn,
@@ -272,18 +290,22 @@ impl Session<'_> {
                     continue;
                 }
                 Next::Turn(request) => {
-                    let n = self.store.begin_turn(
-                        &self.run_id,
-                        request.kind,
-                        &request.query,
-                        &request.inputs_json(),
-                    )?;
+                    let n = self
+                        .store
+                        .begin_turn(
+                            &self.run_id,
+                            request.kind,
+                            &request.query,
+                            &request.inputs_json(),
+                        )
+                        .map_err(|e| self.store_error(e))?;
                     tracing::info!(run_id = %self.run_id, turn = n, kind = ?request.kind, "turn begun");
                     (n, self.config(request, stop))
                 }
                 Next::Continue { turn, again } => {
                     self.store
-                        .set_status(&self.run_id, RunStatus::Running, None, None)?;
+                        .set_status(&self.run_id, RunStatus::Running, None, None)
+                        .map_err(|e| self.store_error(e))?;
                     tracing::info!(run_id = %self.run_id, turn, from_checkpoint = again.is_none(), "turn continued");
                     if again.is_none() {
                         replay = Some(turn);
@@ -297,7 +319,9 @@ impl Session<'_> {
                     (turn, self.config(request, stop))
                 }
             };
-            self.store.clear_cancel(&self.run_id)?;
+            self.store
+                .clear_cancel(&self.run_id)
+                .map_err(|e| self.store_error(e))?;
             let out = self.one_turn(state, turn_no, replay, &cfg, &mut presets, writer)?;
             state = out.state;
             if let Some(inputs) = out.preset {
@@ -390,7 +414,10 @@ impl Session<'_> {
             // The stdout guarantee (docs/resume.md): each turn appears whole in the
             // output of the process that ends it, so a pipeline can drop a dead
             // process's unfinished turn and lose nothing, see nothing twice.
-            let lines = self.store.events_of_turn(&self.run_id, t)?;
+            let lines = self
+                .store
+                .events_of_turn(&self.run_id, t)
+                .map_err(|e| self.store_error(e))?;
             if let Err(e) = reporter.replay(&lines) {
                 return if e.kind() == io::ErrorKind::BrokenPipe {
                     Ok(TurnOutcome {
@@ -532,8 +559,68 @@ impl Session<'_> {
                 preset: None,
             });
         }
-        Err(CliError::new(exit::FAILED, format!("{}: {e}", self.label))
-            .hint(format!("canvas resume {} continues it", self.run_id)))
+        if let Some(f) = reporter.store_failure() {
+            return Err(self.store_refused(&f));
+        }
+        Err(CliError::new(
+            exit::FAILED,
+            format!(
+                "{}: run {} stopped: cannot write the output: {e}",
+                self.label, self.run_id
+            ),
+        )
+        .hint(format!(
+            "canvas resume {} continues it from its last checkpoint",
+            self.run_id
+        )))
+    }
+
+    /// The store refused a write of the turn: the run stopped, and keeps what was
+    /// committed before (its last checkpoint), from where `resume` continues it.
+    fn store_refused(&self, f: &StoreFailure) -> CliError {
+        tracing::debug!(run_id = %self.run_id, error = %f.message, "the store refused a write");
+        let store = self.args.store.path();
+        let resume = format!(
+            "`canvas resume {}` continues it from its last checkpoint",
+            self.run_id
+        );
+        let hint = match f.fault {
+            Fault::WriteFailed => format!("is the disk full? free some space, then {resume}"),
+            Fault::ReadOnly => format!("make the store writable again, then {resume}"),
+            _ => resume,
+        };
+        CliError::new(
+            exit::FAILED,
+            format!(
+                "{}: run {} stopped: cannot write to the run store {} ({})",
+                self.label,
+                self.run_id,
+                store.display(),
+                f.reason
+            ),
+        )
+        .hint(hint)
+    }
+
+    /// A store operation on the stored run failed: the run is kept as of its last
+    /// checkpoint, and `resume` continues it.
+    fn store_error(&self, e: StoreError) -> CliError {
+        let fault = e.fault();
+        if matches!(fault, Fault::WriteFailed | Fault::ReadOnly) {
+            return self.store_refused(&StoreFailure {
+                fault,
+                message: e.to_string(),
+                reason: e.reason(),
+            });
+        }
+        let err = CliError::from(e);
+        if err.hint.is_some() {
+            return err;
+        }
+        err.hint(format!(
+            "canvas resume {} continues it from its last checkpoint",
+            self.run_id
+        ))
     }
 
     /// How the engine's result ends the turn (a sink failure is handled before).
@@ -694,6 +781,9 @@ impl Session<'_> {
         let mut closed = false;
         if let Err(e) = reporter.finish_turn(Some(state), end_rec) {
             if e.kind() != io::ErrorKind::BrokenPipe {
+                if let Some(f) = reporter.store_failure() {
+                    return Err(self.store_refused(&f));
+                }
                 return Err(CliError::new(exit::FAILED, format!("{}: {e}", self.label)));
             }
             closed = true;

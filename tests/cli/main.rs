@@ -34,6 +34,7 @@ mod resume;
 mod retrieval;
 mod run;
 mod stop;
+mod store_faults;
 mod terminal;
 mod util;
 mod validate;
