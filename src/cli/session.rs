@@ -3,7 +3,7 @@
 //! lease and its watcher (lease renewal, cancel requests), Ctrl-C, the questions asked
 //! in the terminal, and each turn's final status.
 
-use std::io;
+use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -222,14 +222,12 @@ impl Session<'_> {
             )));
         }
         let stop = StopSignal::new();
-        let signals = register_signals(&stop);
+        let signals = Signals::watch(&stop, &run_id);
         let res = std::thread::scope(|s| {
             let writer = canvas_store::writer::spawn_scoped(s, self.store);
             self.turns(state, next, &stop, &writer)
         });
-        for id in signals {
-            signal_hook::low_level::unregister(id);
-        }
+        drop(signals);
         let _ = self.store.release_lease(&run_id, &holder);
         res
     }
@@ -894,26 +892,98 @@ fn watch(store: &dyn Store, run_id: &str, stop: &StopSignal, done: mpsc::Receive
     }
 }
 
-/// Ctrl-C and SIGTERM stop the turn at the next node boundary; a second one exits at
-/// once with 130 (the last checkpoint is in the store).
-fn register_signals(stop: &StopSignal) -> Vec<signal_hook::SigId> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let flag: Arc<AtomicBool> = stop.interrupt_flag();
-    let mut ids = Vec::new();
-    for sig in [SIGINT, SIGTERM] {
-        // The conditional exit is registered first so the first signal only sets the flag.
-        if let Ok(id) = signal_hook::flag::register_conditional_shutdown(
-            sig,
-            i32::from(exit::INTERRUPTED),
-            Arc::clone(&flag),
-        ) {
-            ids.push(id);
-        }
-        if let Ok(id) = signal_hook::flag::register(sig, Arc::clone(&flag)) {
-            ids.push(id);
+/// Ctrl-C and SIGTERM while a run is driven: the first stops the turn at the next node
+/// boundary (the engine checks the flag); a second one stops the process at once, exit
+/// 130, with the terminal tidied up and one line saying so. Either way the run keeps
+/// its last checkpoint, and `resume` continues from there without running a finished
+/// node again (a `node_finished` is shown only once it is stored).
+struct Signals {
+    /// The flag handlers, set in the handler itself (no thread between the signal and
+    /// the stop request).
+    ids: Vec<signal_hook::SigId>,
+    /// Counts the signals, on a thread of its own (where the second one may do what a
+    /// signal handler may not: draw, lock, exit).
+    handle: Option<signal_hook::iterator::Handle>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Signals {
+    fn watch(stop: &StopSignal, run_id: &str) -> Signals {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let flag: Arc<AtomicBool> = stop.interrupt_flag();
+        let ids = [SIGINT, SIGTERM]
+            .into_iter()
+            .filter_map(|sig| signal_hook::flag::register(sig, Arc::clone(&flag)).ok())
+            .collect();
+        canvas_ui::terminal::remember_settings();
+        let (handle, thread) = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
+            Ok(mut signals) => {
+                let handle = signals.handle();
+                let run_id = run_id.to_string();
+                let thread = std::thread::Builder::new()
+                    .name("signals".into())
+                    .spawn(move || {
+                        for (n, _) in signals.forever().enumerate() {
+                            if n == 0 {
+                                if io::stderr().is_terminal() {
+                                    canvas_ui::terminal::note(
+                                        "stopping at the next node boundary \
+                                         (Ctrl-C again stops at once)",
+                                    );
+                                }
+                            } else {
+                                stop_at_once(&run_id);
+                            }
+                        }
+                    })
+                    .ok();
+                (Some(handle), thread)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "a second Ctrl-C will only stop at a node boundary");
+                (None, None)
+            }
+        };
+        Signals {
+            ids,
+            handle,
+            thread,
         }
     }
-    ids
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+        if let Some(h) = self.handle.take() {
+            h.close();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The second Ctrl-C: exit now, 130. What the store holds stays (its last commit, as
+/// after a crash); the output still held back for the store is dropped, not shown.
+fn stop_at_once(run_id: &str) {
+    fn leave() -> ! {
+        std::process::exit(i32::from(exit::INTERRUPTED))
+    }
+    // The terminal is tidied up on the way out; should that fail or hang (a terminal
+    // that takes no output), the process leaves all the same.
+    let _ = std::thread::Builder::new().spawn(|| {
+        std::thread::sleep(Duration::from_secs(1));
+        leave()
+    });
+    let line = format!(
+        "error: interrupted again: stopped at once; run {run_id} keeps its last checkpoint \
+         — canvas resume {run_id}"
+    );
+    let _ = std::panic::catch_unwind(|| canvas_ui::terminal::abandon(&line, leave));
+    leave()
 }
 
 #[cfg(test)]
