@@ -162,7 +162,7 @@ fn cannot_look(path: &Path, e: &std::io::Error) -> CliError {
 }
 
 /// A store that failed while a command used it (exit 1); one that cannot be opened is
-/// [`cannot_open`] (exit 2).
+/// `cannot_open` (exit 2).
 impl From<StoreError> for CliError {
     fn from(e: StoreError) -> Self {
         let hint = (e.fault() == Fault::WriteFailed)

@@ -2,6 +2,7 @@
 
 mod agent_tools;
 mod canvases;
+mod catalogue;
 mod chat;
 mod checklist;
 mod code_exec;

@@ -149,6 +149,15 @@ impl SqliteStore {
     /// no store yet (a process was killed while creating it).
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Option<SqliteStore>> {
         let path = path.as_ref();
+        if path.is_dir() {
+            return Err(StoreError::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::IsADirectory,
+                    "it is a directory, not a store file",
+                ),
+            });
+        }
         // Read-write without CREATE, then `query_only`: a store left by a killed writer
         // needs its WAL recovered on open, which a read-only connection cannot do.
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
