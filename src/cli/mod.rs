@@ -176,16 +176,68 @@ pub fn main() -> ExitCode {
             c
         }
         Err(e) => {
-            // clap prints help/version to stdout (exit 0) and usage errors to stderr.
-            let _ = e.print();
-            return exit::code(if e.use_stderr() {
-                exit::INVALID
-            } else {
-                exit::OK
-            });
+            use clap::error::ErrorKind;
+            // clap prints help/version to stdout (exit 0); help asked for by a missing
+            // subcommand goes to stderr as it is.
+            if !e.use_stderr() || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                let _ = e.print();
+                return exit::code(if e.use_stderr() {
+                    exit::INVALID
+                } else {
+                    exit::OK
+                });
+            }
+            let args: Vec<String> = std::env::args().collect();
+            let err = usage_error(&e.render().to_string(), &command_path(&args));
+            err.report(false);
+            return exit::code(err.code);
         }
     };
     run_cli(cli)
+}
+
+/// `canvas` and the subcommands `args` names (`canvas runs prune`), for hints.
+fn command_path(args: &[String]) -> String {
+    let mut path = vec!["canvas".to_string()];
+    let mut cmd = Cli::command();
+    for a in args.iter().skip(1) {
+        let Some(sub) = cmd.find_subcommand(a).cloned() else {
+            break;
+        };
+        path.push(sub.get_name().to_string());
+        cmd = sub;
+    }
+    path.join(" ")
+}
+
+/// A usage error as clap words it (an `error:` line, maybe continued on indented lines,
+/// tips, the usage, a pointer to `--help`), as this CLI reports every error: one
+/// `error:` line and a `hint:`.
+fn usage_error(rendered: &str, command: &str) -> CliError {
+    let mut message = String::new();
+    let mut hints: Vec<String> = Vec::new();
+    let mut usage = None;
+    let lines = rendered.lines().map(str::trim);
+    for line in lines.filter(|l| !l.is_empty() && !l.starts_with("For more information")) {
+        if let Some(m) = line.strip_prefix("error: ") {
+            message = m.to_string();
+        } else if let Some(tip) = line.strip_prefix("tip: ") {
+            hints.push(tip.to_string());
+        } else if let Some(u) = line.strip_prefix("Usage: ") {
+            usage = Some(u.to_string());
+        } else {
+            // What the error line goes on with: `<FILE>`, `[possible values: …]`.
+            if !message.is_empty() {
+                message.push(' ');
+            }
+            message.push_str(line);
+        }
+    }
+    if let Some(u) = usage {
+        hints.push(format!("usage: {u}"));
+    }
+    hints.push(format!("`{command} --help` shows every option"));
+    CliError::invalid(message).hint(hints.join("; "))
 }
 
 /// The ids of the options a command line (or the environment) gave, as opposed to

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 
 use super::{CliError, exit};
-use canvas_store::{RunRecord, SqliteStore, Store, StoreError};
+use canvas_store::{Fault, RunRecord, SqliteStore, Store, StoreError};
 use canvas_ui::{
     JsonlRenderer, Output, OutputWriter, Renderer, SseRenderer, TextOptions, TextRenderer,
 };
@@ -66,7 +66,7 @@ impl StoreOpts {
         let store = match path.try_exists() {
             Ok(false) => None,
             Ok(true) => SqliteStore::open_read_only(&path).map_err(|e| cannot_open(&path, &e))?,
-            Err(e) => return Err(cannot_open(&path, &e)),
+            Err(e) => return Err(cannot_look(&path, &e)),
         };
         tracing::info!(path = %path.display(), found = store.is_some(), "run store opened read-only");
         Ok(store)
@@ -116,18 +116,62 @@ pub fn find_in(store: &dyn Store, id: &str) -> Result<RunRecord, CliError> {
     }
 }
 
-/// The store at `path` could not be opened (exit 2).
-pub fn cannot_open(path: &Path, e: &dyn std::fmt::Display) -> CliError {
+/// The store at `path` could not be opened (exit 2): it was left as it is.
+pub fn cannot_open(path: &Path, e: &StoreError) -> CliError {
+    let p = path.display();
+    let err = match e.fault() {
+        Fault::Newer => CliError::invalid(format!("{p}: {e}"))
+            .hint("upgrade canvas, or give another --store (this one was left as it is)"),
+        Fault::Damaged => {
+            let what = match e {
+                StoreError::NotAStore(_) => e.to_string(),
+                _ => format!("not a canvas run store, or a damaged one ({})", e.reason()),
+            };
+            CliError::invalid(format!("{p}: {what}")).hint(format!(
+                "it was left as it is: move it away (with any {p}-wal and {p}-shm beside it), \
+                 or give another --store"
+            ))
+        }
+        Fault::ReadOnly => CliError::invalid(format!(
+            "{p}: the run store cannot be written ({})",
+            e.reason()
+        ))
+        .hint(format!(
+            "runs are stored there: make it writable, and its directory (for {p}-wal and \
+             {p}-shm), or give another --store"
+        )),
+        Fault::WriteFailed => CliError::invalid(format!(
+            "{p}: cannot write to the run store ({})",
+            e.reason()
+        ))
+        .hint("is the disk full? free some space, or give another --store"),
+        Fault::Other => {
+            CliError::invalid(format!("{p}: cannot open the run store: {}", e.reason()))
+        }
+    };
+    tracing::debug!(path = %p, error = ?e, "the run store was not opened");
+    err
+}
+
+/// The existence of the store at `path` could not be checked (exit 2).
+fn cannot_look(path: &Path, e: &std::io::Error) -> CliError {
     CliError::invalid(format!(
         "{}: cannot open the run store: {e}",
         path.display()
     ))
 }
 
-/// A store that failed while reading or writing a run (exit 1).
+/// A store that failed while a command used it (exit 1); one that cannot be opened is
+/// `cannot_open` (exit 2).
 impl From<StoreError> for CliError {
     fn from(e: StoreError) -> Self {
-        CliError::new(exit::FAILED, format!("run store: {e}"))
+        let hint = (e.fault() == Fault::WriteFailed)
+            .then_some("is the disk full? free some space and try again");
+        let err = CliError::new(exit::FAILED, format!("run store: {e}"));
+        match hint {
+            Some(h) => err.hint(h),
+            None => err,
+        }
     }
 }
 

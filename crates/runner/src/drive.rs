@@ -152,6 +152,9 @@ pub enum DriveError {
     /// The store refused a read or a write; the run keeps its last checkpoint.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The turn's events could not be stored (the run keeps its last checkpoint).
+    #[error("{0}")]
+    Sink(String),
     /// A stored run with no turn to continue.
     #[error("run {0} never started a turn: there is nothing to continue")]
     NoTurn(String),
@@ -350,7 +353,7 @@ impl Drive<'_> {
                         waiting: None,
                     };
                     sink.abandon(end).await?;
-                    return Err(DriveError::Store(StoreError::Group(e.to_string())));
+                    return Err(DriveError::Sink(e.to_string()));
                 }
             };
             let end = TurnEnd {

@@ -20,7 +20,7 @@ pub struct StoreSink<'a> {
     /// Scratch buffer for one event's `data`.
     data: Vec<u8>,
     /// The first write the store refused.
-    failed: Arc<Mutex<Option<String>>>,
+    failed: Arc<Mutex<Option<Arc<StoreError>>>>,
 }
 
 impl<'a> StoreSink<'a> {
@@ -42,7 +42,7 @@ impl<'a> StoreSink<'a> {
         }
     }
 
-    fn failure(&self) -> Option<String> {
+    fn failure(&self) -> Option<Arc<StoreError>> {
         self.failed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -100,14 +100,14 @@ impl<'a> StoreSink<'a> {
     }
 }
 
-fn store_error(e: &str) -> std::io::Error {
+fn store_error(e: &dyn std::fmt::Display) -> std::io::Error {
     std::io::Error::other(format!("cannot write to the run store: {e}"))
 }
 
 impl EventSink for StoreSink<'_> {
     fn emit(&mut self, ev: &Event) -> std::io::Result<()> {
         if let Some(e) = self.failure() {
-            return Err(store_error(&e));
+            return Err(store_error(&*e));
         }
         self.data.clear();
         wire::write_data(&ev.kind, &mut self.data).map_err(std::io::Error::other)?;
@@ -124,12 +124,9 @@ impl EventSink for StoreSink<'_> {
 
     fn checkpoint(&mut self, state: &RunState) -> std::io::Result<()> {
         if let Some(e) = self.failure() {
-            return Err(store_error(&e));
+            return Err(store_error(&*e));
         }
-        let checkpoint = self
-            .checkpoints
-            .plan(state)
-            .map_err(|e| store_error(&e.to_string()))?;
+        let checkpoint = self.checkpoints.plan(state).map_err(|e| store_error(&e))?;
         let write = self.write(checkpoint, None);
         if write.events.is_empty() && write.checkpoint.is_none() {
             return Ok(());
@@ -139,8 +136,12 @@ impl EventSink for StoreSink<'_> {
             write,
             Box::new(move |r| {
                 if let Err(e) = r {
+                    let e = match e {
+                        StoreError::Group(shared) => shared,
+                        own => Arc::new(own),
+                    };
                     let mut f = failed.lock().unwrap_or_else(PoisonError::into_inner);
-                    f.get_or_insert_with(|| e.to_string());
+                    f.get_or_insert(e);
                 }
             }),
         );

@@ -251,7 +251,7 @@ pub fn canvas_hash(text: &str) -> String {
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// SQLite refused an operation.
-    #[error("store: {context}: {source}")]
+    #[error("{context}: {source}")]
     Sqlite {
         /// What the store was doing.
         context: String,
@@ -271,17 +271,21 @@ pub enum StoreError {
         matches: Vec<String>,
     },
     /// The file was written by a newer `canvas`; this one will not write to it.
-    #[error(
-        "the store's schema version {found} is newer than this canvas supports ({supported}); upgrade canvas or use another --store"
-    )]
+    #[error("the store's schema version {found} is newer than this canvas supports ({supported})")]
     NewerSchema {
         /// The file's schema version.
         found: i64,
         /// The newest version this binary knows.
         supported: i64,
     },
+    /// The file is an SQLite database, but not a run store (it is left as it is).
+    #[error("{0}")]
+    NotAStore(String),
+    /// The file (or its directory) cannot be written, so runs cannot be stored in it.
+    #[error("{0}")]
+    ReadOnly(String),
     /// The store file or its directory could not be created.
-    #[error("cannot create the store at {path}")]
+    #[error("cannot create the store at {}: {source}", path.display())]
     Io {
         /// The path concerned.
         path: PathBuf,
@@ -290,7 +294,7 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// A stored JSON value (state, delta, form) could not be read or written.
-    #[error("store: {context}: {source}")]
+    #[error("{context}: {source}")]
     Json {
         /// What the store was doing.
         context: String,
@@ -307,7 +311,7 @@ pub enum StoreError {
         owner: String,
     },
     /// A stored value that this binary cannot read.
-    #[error("store: corrupt data: {0}")]
+    #[error("corrupt data: {0}")]
     Corrupt(String),
     /// The run's checkpoints moved on without this process: another one runs it.
     #[error(
@@ -321,12 +325,82 @@ pub enum StoreError {
         /// The one this process based its write on.
         expected: i64,
     },
-    /// A group commit failed as a whole (every write in it is undone).
-    #[error("store: committing a group of writes: {0}")]
-    Group(String),
+    /// A group commit failed as a whole (every write in it is undone): the group's error,
+    /// shared by each write of the group.
+    #[error("{0}")]
+    Group(std::sync::Arc<StoreError>),
     /// The writer thread is gone (it stopped after an earlier failure).
-    #[error("store: the writer has stopped")]
+    #[error("the store's writer has stopped")]
     WriterGone,
+}
+
+/// What kind of trouble a [`StoreError`] is: what a user can do about it decides the
+/// message and the exit code a command gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The file or its directory cannot be written (permissions, a read-only file system).
+    ReadOnly,
+    /// A write failed: the disk is full, a file-size limit or quota was reached, or the
+    /// disk itself failed.
+    WriteFailed,
+    /// The file is not a run store, or a damaged one.
+    Damaged,
+    /// The file was written by a newer `canvas`.
+    Newer,
+    /// Anything else (a missing run, a busy store, a lease held elsewhere...).
+    Other,
+}
+
+impl StoreError {
+    /// The kind of trouble this is.
+    pub fn fault(&self) -> Fault {
+        match self {
+            StoreError::Sqlite { source, .. } => sqlite_fault(source),
+            StoreError::NewerSchema { .. } => Fault::Newer,
+            StoreError::NotAStore(_) | StoreError::Corrupt(_) | StoreError::Json { .. } => {
+                Fault::Damaged
+            }
+            StoreError::ReadOnly(_) => Fault::ReadOnly,
+            StoreError::Io { source, .. } => match source.kind() {
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+                    Fault::ReadOnly
+                }
+                std::io::ErrorKind::StorageFull
+                | std::io::ErrorKind::FileTooLarge
+                | std::io::ErrorKind::QuotaExceeded => Fault::WriteFailed,
+                _ => Fault::Other,
+            },
+            StoreError::Group(e) => e.fault(),
+            StoreError::NotFound(_)
+            | StoreError::Ambiguous { .. }
+            | StoreError::Leased { .. }
+            | StoreError::Conflict { .. }
+            | StoreError::WriterGone => Fault::Other,
+        }
+    }
+
+    /// What went wrong, without what the store was doing: SQLite's own words for its
+    /// errors (`database or disk is full`), the whole message otherwise.
+    pub fn reason(&self) -> String {
+        match self {
+            StoreError::Sqlite { source, .. } => source.to_string(),
+            StoreError::Json { source, .. } => source.to_string(),
+            StoreError::Io { source, .. } => source.to_string(),
+            StoreError::Group(e) => e.reason(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// The fault of an SQLite error, by its primary result code.
+fn sqlite_fault(e: &rusqlite::Error) -> Fault {
+    use rusqlite::ErrorCode as C;
+    match e.sqlite_error_code() {
+        Some(C::ReadOnly) => Fault::ReadOnly,
+        Some(C::DiskFull | C::SystemIoFailure) => Fault::WriteFailed,
+        Some(C::DatabaseCorrupt | C::NotADatabase) => Fault::Damaged,
+        _ => Fault::Other,
+    }
 }
 
 /// The store's result type.

@@ -149,6 +149,42 @@ pub(super) fn version(conn: &Connection) -> Result<i64> {
         .map_err(|e| sql("reading the schema version", e))
 }
 
+/// The file's schema version, once it is known to be a run store this binary can use: a
+/// store newer than this binary and another program's database are refused. Only reads:
+/// a refused file is left exactly as it was.
+pub(super) fn check_file(conn: &Connection) -> Result<i64> {
+    let found = version(conn)?;
+    check_not_newer(found)?;
+    let tables: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' \
+             ESCAPE '\\' ORDER BY name",
+        )
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .map_err(|e| sql("reading the schema", e))?;
+    // Version 0 with tables, or a version without `runs`: tables that no migration made.
+    let ours = if found == 0 {
+        tables.is_empty()
+    } else {
+        tables.iter().any(|t| t == "runs")
+    };
+    if !ours {
+        let mut names: Vec<&str> = tables.iter().map(String::as_str).take(5).collect();
+        if tables.len() > names.len() {
+            names.push("…");
+        }
+        let has = if names.is_empty() {
+            "no tables".to_string()
+        } else {
+            format!("tables {}", names.join(", "))
+        };
+        return Err(StoreError::NotAStore(format!(
+            "not a canvas run store: an SQLite database with schema version {found} and {has}"
+        )));
+    }
+    Ok(found)
+}
+
 /// Refuse a database newer than this binary.
 pub(super) fn check_not_newer(found: i64) -> Result<()> {
     if found > SCHEMA_VERSION {

@@ -68,6 +68,9 @@ struct Op<'a>(&'static str, &'a str);
 
 impl Op<'_> {
     fn err(self, e: rusqlite::Error) -> StoreError {
+        if self.1.is_empty() {
+            return sql(self.0, e);
+        }
         sql(&format!("{} (run {})", self.0, self.1), e)
     }
 }
@@ -114,12 +117,28 @@ impl SqliteStore {
             path: path.to_path_buf(),
             source,
         };
+        if path.is_dir() {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::IsADirectory,
+                "it is a directory, not a store file",
+            )));
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if dir.exists() && !dir.is_dir() {
+                return Err(io(std::io::Error::new(
+                    std::io::ErrorKind::NotADirectory,
+                    format!("{} is not a directory", dir.display()),
+                )));
+            }
             create_private_dir(dir).map_err(io)?;
         }
         create_private_file(path).map_err(io)?;
         let conn =
             Connection::open(path).map_err(|e| sql(&format!("opening {}", path.display()), e))?;
+        // Set first: a file refused below (newer, damaged, another program's) must not
+        // have its write-ahead log folded into it when the connection closes.
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            .map_err(|e| sql("configuring the connection", e))?;
         let store = SqliteStore::setup(conn, Some(path.to_path_buf()))?;
         restrict_side_files(path);
         Ok(store)
@@ -130,21 +149,30 @@ impl SqliteStore {
     /// no store yet (a process was killed while creating it).
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Option<SqliteStore>> {
         let path = path.as_ref();
+        if path.is_dir() {
+            return Err(StoreError::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::IsADirectory,
+                    "it is a directory, not a store file",
+                ),
+            });
+        }
         // Read-write without CREATE, then `query_only`: a store left by a killed writer
         // needs its WAL recovered on open, which a read-only connection cannot do.
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)
             .map_err(|e| sql(&format!("opening {}", path.display()), e))?;
+        // Reading must not fold the WAL into the file when it closes (a write, with
+        // fsyncs): the writers leave that to the WAL's own checkpoints. And a file
+        // refused below must be left as it is.
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            .map_err(|e| sql("configuring the connection", e))?;
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| sql("setting the busy timeout", e))?;
         conn.pragma_update(None, "query_only", true)
             .map_err(|e| sql("making the connection read-only", e))?;
-        // Reading must not fold the WAL into the file when it closes (a write, with
-        // fsyncs): the writers leave that to the WAL's own checkpoints.
-        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
-            .map_err(|e| sql("configuring the connection", e))?;
-        let version = schema::version(&conn)?;
-        schema::check_not_newer(version)?;
+        let version = schema::check_file(&conn)?;
         if version == 0 {
             return Ok(None);
         }
@@ -178,8 +206,18 @@ impl SqliteStore {
     fn setup(mut conn: Connection, path: Option<PathBuf>) -> Result<SqliteStore> {
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| sql("setting the busy timeout", e))?;
-        // Refuse a newer file before writing anything to it (WAL mode included).
-        schema::check_not_newer(schema::version(&conn)?)?;
+        // Nothing is written (WAL mode included) before the file is known to be a run
+        // store this binary can write: a newer store, another program's database, a
+        // damaged file or one this user cannot write is refused and left as it is.
+        schema::check_file(&conn)?;
+        let read_only = conn
+            .is_readonly(rusqlite::DatabaseName::Main)
+            .map_err(|e| sql("opening the store", e))?;
+        if read_only {
+            return Err(StoreError::ReadOnly(
+                "the file is not writable by this user".into(),
+            ));
+        }
         // Before WAL mode writes the file's first page: a new store can shrink.
         retention::incremental_vacuum_if_new(&conn)?;
         if path.is_some() {
@@ -1253,6 +1291,30 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn another_programs_database_is_refused_and_left_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.db");
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch("CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('x');")
+            .unwrap();
+        drop(c);
+        let before = std::fs::read(&path).unwrap();
+        for e in [
+            SqliteStore::open(&path).err(),
+            SqliteStore::open_read_only(&path).err(),
+        ] {
+            let e = e.expect("refused");
+            assert!(matches!(e, StoreError::NotAStore(_)), "{e}");
+            assert_eq!(e.fault(), crate::Fault::Damaged);
+            assert!(e.to_string().contains("tables notes"), "{e}");
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        // An empty file is a store not made yet.
+        std::fs::write(dir.path().join("empty.db"), b"").unwrap();
+        assert!(SqliteStore::open(dir.path().join("empty.db")).is_ok());
     }
 
     #[test]

@@ -88,9 +88,9 @@ fn run(store: &dyn Store, rx: &mpsc::Receiver<Job>) {
                 }
             }
             Err(e) => {
-                let msg = e.to_string();
+                let e = std::sync::Arc::new(e);
                 for done in dones {
-                    done(Err(StoreError::Group(msg.clone())));
+                    done(Err(StoreError::Group(std::sync::Arc::clone(&e))));
                 }
             }
         }
