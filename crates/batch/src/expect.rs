@@ -197,6 +197,16 @@ fn push_arg(o: &mut serde_json::Map<String, Value>, name: &str, arg: Value) {
     }
 }
 
+/// `text` cut to a length a summary line can show.
+fn shortened(text: &str) -> String {
+    const MAX: usize = 80;
+    let t = text.trim();
+    match t.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &t[..i]),
+        None => t.to_string(),
+    }
+}
+
 /// A number, or text that is one (CSV cells are text).
 fn number(v: &Value) -> Option<f64> {
     match v {
@@ -259,13 +269,17 @@ impl Check {
         };
         let textual = |name: &str, t: &Target, expected: &str, holds: &dyn Fn(&str) -> bool| {
             let found = text(t);
+            let passed = found.as_deref().is_some_and(holds);
             CheckResult {
                 check: name.to_string(),
                 on: on(t),
                 expected: Value::from(expected),
-                passed: found.as_deref().is_some_and(holds),
+                passed,
                 actual: match found {
                     None => Some(Value::from("no such output")),
+                    // What a failed `equals` found says why at once (the answer itself
+                    // is in the results).
+                    Some(f) if !passed && name == "equals" => Some(Value::from(shortened(&f))),
                     Some(_) => None,
                 },
             }
@@ -343,6 +357,10 @@ mod tests {
         assert_eq!(passed(json!({"contains": "refund"}), "no", 0.0), [false]);
         assert_eq!(passed(json!({"equals": "ok"}), " ok\n", 0.0), [true]);
         assert_eq!(passed(json!({"equals": "ok"}), "ok!", 0.0), [false]);
+        let r = Expect::from_value(&json!({"equals": "ok"}))
+            .unwrap()
+            .judge(&seen(&"x".repeat(200)), 0.0);
+        assert_eq!(r[0].actual, Some(json!(format!("{}…", "x".repeat(80)))));
         assert_eq!(passed(json!({"regex": "#\\d+$"}), "order #42", 0.0), [true]);
         assert_eq!(passed(json!({"not_contains": "x"}), "xyz", 0.0), [false]);
     }
