@@ -187,3 +187,96 @@ fn a_batch_killed_at_twenty_points_finishes_every_row_exactly_once() {
         "some row was taken over from a killed worker"
     );
 }
+
+#[test]
+fn ctrl_c_gives_the_rows_back_and_resume_finishes_them_once() {
+    // Rows wait 40 ms on the model: the batch is under way when Ctrl-C comes.
+    let flow = json!({"components": {
+        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["LLM:A"], "upstream": []},
+        "LLM:A": {"obj": {"component_name": "LLM", "params": {
+            "llm_id": "", "sys_prompt": "Answer.", "prompts": [{"role": "user", "content": "{sys.query}"}]}},
+            "downstream": ["Message:Out"], "upstream": ["begin"]},
+        "Message:Out": {"obj": {"component_name": "Message", "params": {
+            "stream": false, "content": ["{LLM:A@content}"]}}, "downstream": [], "upstream": ["LLM:A"]}
+    }});
+    let rows: String = (1..=120)
+        .map(|i| {
+            json!({"query": format!("q{i}"), "expect": {"contains": format!("q{i}")}}).to_string()
+                + "\n"
+        })
+        .collect();
+    let cli = CanvasCli::new()
+        .json("flow.json", &flow)
+        .json(
+            "mock.json",
+            &json!({"rules": [], "default": "echo", "delay_ms": 40}),
+        )
+        .file("rows.jsonl", rows);
+    let store = cli.path("batch.db");
+    let child = Command::new(env!("CARGO_BIN_EXE_canvas"))
+        .args([
+            "batch",
+            "flow.json",
+            "--dataset",
+            "rows.jsonl",
+            "--mock-llm",
+            "mock.json",
+        ])
+        .args(["--concurrency", "4", "--quiet", "--store"])
+        .arg(&store)
+        .current_dir(cli.path("."))
+        .env("HOME", cli.path("."))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn canvas");
+    let deadline = Instant::now() + crate::util::TIMEOUT;
+    while done(&store) < 10 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(interrupted.success());
+    let out = child.wait_with_output().expect("the batch ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("rows left; `canvas batch --resume"), "{err}");
+    let left = 120 - done(&store);
+    assert!(left > 0, "Ctrl-C came after the last row");
+    {
+        let s = SqliteStore::open_read_only(&store).unwrap().unwrap();
+        let batch = s.find_batch("latest").unwrap();
+        let counts = s.row_counts(&batch.id).unwrap();
+        assert_eq!(counts.running, 0, "rows are given back: {counts:?}");
+        assert_eq!(counts.pending as usize, left);
+    }
+    let ran = cli
+        .args(["batch", "--resume", "latest", "--format", "json", "--store"])
+        .arg(&store)
+        .run()
+        .code(0);
+    assert_eq!(ran.json()["summary"]["counts"]["succeeded"], 120);
+    let s = SqliteStore::open_read_only(&store).unwrap().unwrap();
+    assert_eq!(s.count_runs(None).unwrap(), 120, "one run per row");
+    let batch = s.find_batch("latest").unwrap();
+    for row in s.batch_rows(&batch.id).unwrap() {
+        let run = row.run_id.unwrap();
+        let llm_calls = s
+            .events(&run)
+            .unwrap()
+            .iter()
+            .filter(|l| {
+                l.contains("\"event\":\"node_finished\"")
+                    && l.contains("\"component_id\":\"LLM:A\"")
+            })
+            .count();
+        assert_eq!(
+            llm_calls, 1,
+            "row {}: LLM:A finished {llm_calls} times",
+            row.row_id
+        );
+    }
+}
