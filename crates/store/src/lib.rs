@@ -9,6 +9,7 @@
 //! transaction. Events are kept compact ([`EventChunk`]): the payloads, without the
 //! envelope a turn's events share; reading them back gives the JSON lines as emitted.
 
+pub mod agents;
 pub mod batch;
 mod blobs;
 mod checkpoint;
@@ -18,6 +19,7 @@ pub mod lease;
 mod retention;
 mod schema;
 mod sqlite;
+mod sqlite_agents;
 mod sqlite_batch;
 pub mod writer;
 
@@ -31,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+pub use agents::{AgentChange, AgentRecord, Agents, SessionQuery, SessionRecord};
 pub use batch::{
     BatchRecord, BatchRow, Batches, ClaimedRow, RowCounts, RowEnd, RowSpec, RowStatus,
 };
@@ -310,6 +313,9 @@ pub enum StoreError {
         /// The lease holder.
         owner: String,
     },
+    /// A value that must be unique is taken (an agent's title).
+    #[error("{0}")]
+    Duplicate(String),
     /// A stored value that this binary cannot read.
     #[error("corrupt data: {0}")]
     Corrupt(String),
@@ -374,6 +380,7 @@ impl StoreError {
             StoreError::NotFound(_)
             | StoreError::Ambiguous { .. }
             | StoreError::Leased { .. }
+            | StoreError::Duplicate(_)
             | StoreError::Conflict { .. }
             | StoreError::WriterGone => Fault::Other,
         }
@@ -406,9 +413,9 @@ fn sqlite_fault(e: &rusqlite::Error) -> Fault {
 /// The store's result type.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// Durable storage of runs, their events and checkpoints, and of batches of runs
-/// (SQLite today; room for a networked store).
-pub trait Store: Batches + Send + Sync {
+/// Durable storage of runs, their events and checkpoints, of batches of runs, and of
+/// `canvas serve`'s agents and sessions (SQLite today; room for a networked store).
+pub trait Store: Batches + Agents + Send + Sync {
     /// Insert a new run.
     fn create_run(&self, rec: &RunRecord) -> Result<()>;
     /// Insert a new run and record its first turn, in one transaction (so a run never

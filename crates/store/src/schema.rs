@@ -141,6 +141,23 @@ pub(super) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (batch_id, idx)
     );
     CREATE INDEX batch_rows_by_status ON batch_rows (batch_id, status, idx);",
+    // 8: `canvas serve`: the agents created through its API, and which agent (and user)
+    // each session serves; a session is a run, and goes with it.
+    "CREATE TABLE agents (
+        id          TEXT PRIMARY KEY NOT NULL,
+        title       TEXT NOT NULL UNIQUE,
+        description TEXT,
+        dsl         TEXT NOT NULL,          -- the canvas, JSON
+        created_at  REAL NOT NULL,
+        updated_at  REAL NOT NULL
+    );
+    CREATE TABLE sessions (
+        run_id     TEXT PRIMARY KEY NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        agent_id   TEXT NOT NULL,
+        user_id    TEXT NOT NULL,
+        created_at REAL NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX sessions_by_agent ON sessions (agent_id, created_at DESC);",
 ];
 
 /// The file's schema version.

@@ -267,6 +267,19 @@ impl SqliteStore {
         Ok(out)
     }
 
+    /// Insert `run` and do `f`, in one `BEGIN IMMEDIATE` transaction.
+    pub(crate) fn write_with_run(
+        &self,
+        run: &RunRecord,
+        f: impl FnOnce(&Transaction<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let op = Op("creating the run", &run.id);
+        self.write(op, |tx| {
+            insert_run(tx, op, run)?;
+            f(tx)
+        })
+    }
+
     /// A write of one statement to the run's row; `NotFound` when there is no such run.
     fn update_run(&self, op: Op<'_>, q: &str, p: impl Params) -> Result<()> {
         if self.write(op, |tx| exec(tx, op, q, p))? == 0 {
