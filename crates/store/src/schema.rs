@@ -170,6 +170,19 @@ pub(super) fn version(conn: &Connection) -> Result<i64> {
 /// store newer than this binary and another program's database are refused. Only reads:
 /// a refused file is left exactly as it was.
 pub(super) fn check_file(conn: &Connection) -> Result<i64> {
+    // One read transaction: the version and the tables of one snapshot, not those of
+    // either side of another process's migration.
+    let snapshot = conn
+        .unchecked_transaction()
+        .map_err(|e| sql("reading the schema", e))?;
+    let found = check_snapshot(&snapshot)?;
+    snapshot
+        .commit()
+        .map_err(|e| sql("reading the schema", e))?;
+    Ok(found)
+}
+
+fn check_snapshot(conn: &Connection) -> Result<i64> {
     let found = version(conn)?;
     check_not_newer(found)?;
     let tables: Vec<String> = conn
