@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Result, RunRecord};
+use super::{Result, RunRecord, TurnRecord};
 
 /// An agent created through the API.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,4 +85,6 @@ pub trait Agents {
     fn session(&self, run_id: &str) -> Result<Option<SessionRecord>>;
     /// Sessions of an agent, by creation time.
     fn sessions(&self, agent_id: &str, query: &SessionQuery<'_>) -> Result<Vec<SessionRecord>>;
+    /// Every turn of a run, in order (a session's questions).
+    fn turns(&self, run_id: &str) -> Result<Vec<TurnRecord>>;
 }

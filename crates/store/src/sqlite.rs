@@ -267,6 +267,73 @@ impl SqliteStore {
         Ok(out)
     }
 
+    /// The run's turns in order (only the last with `last`); `NotFound` for no run.
+    pub(crate) fn read_turns(&self, run_id: &str, last: bool) -> Result<Vec<TurnRecord>> {
+        let op = Op("reading the turns", run_id);
+        let g = self.lock();
+        let q = if last {
+            "SELECT turn, kind, query, inputs, started_at, ended_at, status FROM turns
+             WHERE run_id = ?1 ORDER BY turn DESC LIMIT 1"
+        } else {
+            "SELECT turn, kind, query, inputs, started_at, ended_at, status FROM turns
+             WHERE run_id = ?1 ORDER BY turn"
+        };
+        type Raw = (
+            i64,
+            String,
+            String,
+            String,
+            f64,
+            Option<f64>,
+            Option<String>,
+        );
+        let rows: Vec<Raw> = g
+            .conn
+            .prepare_cached(q)
+            .and_then(|mut s| {
+                s.query_map([run_id], |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                    ))
+                })?
+                .collect()
+            })
+            .map_err(|e| op.err(e))?;
+        if rows.is_empty() {
+            SqliteStore::must_exist(&g.conn, run_id)?;
+        }
+        let mut out = Vec::with_capacity(rows.len());
+        for (turn, kind, query, inputs, started_at, ended_at, status) in rows {
+            let corrupt =
+                |what: &str| StoreError::Corrupt(format!("run {run_id}: turn {turn}: {what}"));
+            let kind = match kind.as_str() {
+                "start" => TurnKind::Start,
+                "answer" => TurnKind::Answer,
+                "next" => TurnKind::Next,
+                other => return Err(corrupt(&format!("unknown kind {other:?}"))),
+            };
+            let status = status
+                .map(|st| st.parse::<RunStatus>().map_err(|e| corrupt(&e.to_string())))
+                .transpose()?;
+            out.push(TurnRecord {
+                turn: u32::try_from(turn).map_err(|_| corrupt("bad number"))?,
+                kind,
+                query,
+                inputs: from_json(&inputs, || format!("reading turn {turn} of run {run_id}"))?,
+                started_at,
+                ended_at,
+                status,
+            });
+        }
+        Ok(out)
+    }
+
     /// Insert `run` and do `f`, in one `BEGIN IMMEDIATE` transaction.
     pub(crate) fn write_with_run(
         &self,
@@ -804,54 +871,7 @@ impl Store for SqliteStore {
     }
 
     fn last_turn(&self, run_id: &str) -> Result<Option<TurnRecord>> {
-        let op = Op("reading the last turn", run_id);
-        let g = self.lock();
-        let q = "SELECT turn, kind, query, inputs, started_at, ended_at, status FROM turns
-                 WHERE run_id = ?1 ORDER BY turn DESC LIMIT 1";
-        type Raw = (
-            i64,
-            String,
-            String,
-            String,
-            f64,
-            Option<f64>,
-            Option<String>,
-        );
-        let row: Option<Raw> = one(&g.conn, op, q, [run_id], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-            ))
-        })?;
-        let Some((turn, kind, query, inputs, started_at, ended_at, status)) = row else {
-            SqliteStore::must_exist(&g.conn, run_id)?;
-            return Ok(None);
-        };
-        let corrupt =
-            |what: &str| StoreError::Corrupt(format!("run {run_id}: turn {turn}: {what}"));
-        let kind = match kind.as_str() {
-            "start" => TurnKind::Start,
-            "answer" => TurnKind::Answer,
-            "next" => TurnKind::Next,
-            other => return Err(corrupt(&format!("unknown kind {other:?}"))),
-        };
-        let status = status
-            .map(|st| st.parse::<RunStatus>().map_err(|e| corrupt(&e.to_string())))
-            .transpose()?;
-        Ok(Some(TurnRecord {
-            turn: u32::try_from(turn).map_err(|_| corrupt("bad number"))?,
-            kind,
-            query,
-            inputs: from_json(&inputs, || format!("reading turn {turn} of run {run_id}"))?,
-            started_at,
-            ended_at,
-            status,
-        }))
+        Ok(self.read_turns(run_id, true)?.pop())
     }
 
     fn acquire_lease(&self, run_id: &str, owner: &str, ttl: Duration) -> Result<bool> {

@@ -4,7 +4,7 @@ use rusqlite::{OptionalExtension, Row, params};
 
 use super::agents::{AgentChange, AgentRecord, Agents, SessionQuery, SessionRecord};
 use super::schema::sql;
-use super::{Result, RunRecord, SqliteStore, StoreError, unix_now};
+use super::{Result, RunRecord, SqliteStore, StoreError, TurnRecord, unix_now};
 
 const AGENT_FIELDS: &str = "id, title, description, dsl, created_at, updated_at";
 
@@ -143,6 +143,10 @@ impl Agents for SqliteStore {
             })
             .map_err(|e| sql("listing the sessions", e))
     }
+
+    fn turns(&self, run_id: &str) -> Result<Vec<TurnRecord>> {
+        self.read_turns(run_id, false)
+    }
 }
 
 #[cfg(test)]
@@ -239,6 +243,30 @@ mod tests {
             .collect();
         assert_eq!(second, [runs[1].clone()]);
         assert_eq!(s.find_run(&runs[1]).unwrap().turns, 0);
+        assert!(s.turns(&runs[1]).unwrap().is_empty());
+        s.begin_turn(
+            &runs[1],
+            crate::TurnKind::Start,
+            "hi",
+            &serde_json::json!({}),
+        )
+        .unwrap();
+        s.begin_turn(
+            &runs[1],
+            crate::TurnKind::Next,
+            "more",
+            &serde_json::json!({}),
+        )
+        .unwrap();
+        let queries: Vec<String> = s
+            .turns(&runs[1])
+            .unwrap()
+            .into_iter()
+            .map(|t| t.query)
+            .collect();
+        assert_eq!(queries, ["hi", "more"]);
+        s.set_status(&runs[1], crate::RunStatus::Succeeded, None, None)
+            .unwrap();
         assert_eq!(s.delete_runs(&[runs[1].clone()]).unwrap(), 1);
         assert_eq!(s.session(&runs[1]).unwrap(), None);
         assert_eq!(s.session(&runs[0]).unwrap().unwrap().user_id, "ada");
