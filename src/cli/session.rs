@@ -371,6 +371,7 @@ impl Session<'_> {
             query: request.query,
             inputs: request.inputs,
             user_id: None,
+            files: None,
             max_parallel: usize::from(self.args.max_parallel),
             seed: self.args.seed,
             stop: stop.clone(),

@@ -34,6 +34,9 @@ pub struct RunConfig {
     pub inputs: Object,
     /// `sys.user_id`, when given.
     pub user_id: Option<String>,
+    /// `sys.files` for this turn, when given (RAGFlow's API: each file's text, or an
+    /// image's data URL).
+    pub files: Option<Vec<Value>>,
     /// Upper bound on components of one batch running at once.
     pub max_parallel: usize,
     /// Seed for random choices (Message alternatives).
@@ -63,6 +66,7 @@ impl Default for RunConfig {
             query: String::new(),
             inputs: Object::new(),
             user_id: None,
+            files: None,
             max_parallel: DEFAULT_MAX_PARALLEL,
             seed: None,
             resume: false,
@@ -508,6 +512,10 @@ impl<'a> Turn<'a> {
         }
         if let Some(u) = self.cfg.user_id.as_ref().filter(|u| !u.is_empty()) {
             st.globals.insert("sys.user_id".into(), json!(u));
+        }
+        if let Some(f) = self.cfg.files.as_ref().filter(|f| !f.is_empty()) {
+            st.globals
+                .insert("sys.files".into(), Value::Array(f.clone()));
         }
         let turns = st
             .globals
