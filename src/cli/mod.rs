@@ -23,6 +23,7 @@ mod reporter;
 mod resume;
 mod run;
 mod runs;
+mod serve;
 mod session;
 mod show;
 #[cfg(test)]
@@ -145,6 +146,12 @@ pub enum Command {
         after_help = "Examples:\n  canvas batches\n  canvas show 01JBATCH      # one batch: its summary and failures"
     )]
     Batches(batches::BatchesArgs),
+    /// Serve canvases through RAGFlow's agent API (its SDK and OpenAI clients work).
+    #[command(after_help = "Examples:\n  \
+        canvas serve canvases/ --api-key-file keys.txt --mock-llm canvases/support.mock.yaml\n  \
+        canvas serve flows/ --addr 0.0.0.0:9380 --store postgres://app@db/canvas\n  \
+        curl -H 'Authorization: Bearer KEY' http://127.0.0.1:9380/api/v1/agents")]
+    Serve(serve::ServeArgs),
     /// Draw a canvas's execution graph as Mermaid or Graphviz DOT.
     #[command(after_help = "Examples:\n  \
         canvas graph canvases/trip.yaml\n  \
@@ -270,6 +277,7 @@ pub fn run_cli(cli: Cli) -> ExitCode {
         Command::Cancel(args) => (false, cancel::exec(args)),
         Command::Batch(args) => (false, batch::exec(args)),
         Command::Batches(args) => (false, batches::exec(args)),
+        Command::Serve(args) => (false, serve::exec(args)),
         Command::Validate(args) => (false, validate::exec(args)),
         Command::Migrate(args) => (false, migrate::exec(args)),
         Command::Graph(args) => (false, graph::exec(args)),

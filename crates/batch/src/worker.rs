@@ -252,6 +252,7 @@ impl Worker {
             writer: &self.writer,
             config: &self.config,
             lease: Some(&lease),
+            observer: None,
         };
         let mut forms = GivenAnswers::new(ask.answers.clone());
         let run_id = match &row.run_id {

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::blocking;
 use super::plan::{Plan, plan};
-use super::sink::StoreSink;
+use super::sink::{Observer, StoreSink};
 
 /// How often a run held by another holder is tried again.
 const LEASE_POLL: std::time::Duration = std::time::Duration::from_millis(200);
@@ -191,6 +191,8 @@ pub struct Drive<'a> {
     pub config: &'a RunConfig,
     /// The lease to hold on the run while driving it (none: the caller holds it).
     pub lease: Option<&'a Lease>,
+    /// Hears every event of the turns driven, once it may be shown (a server's stream).
+    pub observer: Option<Observer>,
 }
 
 impl Drive<'_> {
@@ -268,15 +270,30 @@ impl Drive<'_> {
     /// Take the run's lease, when this drive holds one; with `wait`, wait about the
     /// lease's lifetime for another holder's lease to run out.
     async fn take_lease(&self, run_id: &str, wait: bool) -> Result<(), DriveError> {
+        let patience = match (wait, self.lease) {
+            (true, Some(l)) => l.ttl + LEASE_GRACE,
+            _ => std::time::Duration::ZERO,
+        };
+        self.acquire(run_id, patience).await
+    }
+
+    /// Take the run's lease, when this drive holds one, waiting at most `patience` for
+    /// another holder to let go (or its lease to run out);
+    /// [`DriveError::Leased`] when it does not.
+    pub async fn acquire(
+        &self,
+        run_id: &str,
+        patience: std::time::Duration,
+    ) -> Result<(), DriveError> {
         let Some(lease) = self.lease else {
             return Ok(());
         };
-        let deadline = std::time::Instant::now() + lease.ttl + LEASE_GRACE;
+        let deadline = std::time::Instant::now() + patience;
         loop {
             if blocking(|| self.store.acquire_lease(run_id, &lease.owner, lease.ttl))? {
                 return Ok(());
             }
-            if !wait || std::time::Instant::now() >= deadline {
+            if std::time::Instant::now() >= deadline {
                 let owner = blocking(|| self.store.lease_owner(run_id))
                     .ok()
                     .flatten()
@@ -288,6 +305,45 @@ impl Drive<'_> {
             }
             tokio::time::sleep(LEASE_POLL).await;
         }
+    }
+
+    /// Give the run's lease up, when this drive holds one.
+    pub fn release(&self, run_id: &str) {
+        self.give_lease(run_id);
+    }
+
+    /// Where the run stands, read under the lease the caller holds: its record, its
+    /// checkpoints and what continuing it means.
+    pub fn stand(&self, run_id: &str) -> Result<(RunRecord, Checkpointer, Plan), DriveError> {
+        blocking(|| {
+            let record = self.store.find_run(run_id)?;
+            let checkpoints = self.store.load_checkpoint(run_id)?;
+            let planned = match record.turns {
+                // A run stored without a turn (a new session) waits for its first.
+                0 => Plan::Ended(Ended::of(record.status, 0)),
+                _ => plan(self.store, &record, checkpoints.state())?,
+            };
+            Ok((record, checkpoints, planned))
+        })
+    }
+
+    /// Run `next` on the run the caller holds the lease of, from `checkpoints` (the
+    /// run's fresh state when it has none), then answer the forms it reaches while
+    /// `forms` has answers.
+    pub async fn run_next(
+        &self,
+        run_id: &str,
+        checkpoints: Checkpointer,
+        next: Next,
+        forms: &mut dyn Forms,
+        stop: &StopSignal,
+    ) -> Result<Ended, DriveError> {
+        let state = checkpoints
+            .state()
+            .cloned()
+            .unwrap_or_else(|| self.canvas.fresh_state());
+        self.turns(run_id, checkpoints, state, next, forms, stop)
+            .await
     }
 
     fn give_lease(&self, run_id: &str) {
@@ -339,7 +395,8 @@ impl Drive<'_> {
                 stop: stop.clone(),
                 ..self.config.clone()
             };
-            let mut sink = StoreSink::new(run_id, turn, self.writer, &mut checkpoints);
+            let mut sink = StoreSink::new(run_id, turn, self.writer, &mut checkpoints)
+                .observed(self.observer.clone());
             let (after, result) = run_turn(self.canvas, state, &cfg, &mut sink).await;
             state = after;
             let ended = match ending(result, turn, cfg.max_steps) {

@@ -13,7 +13,7 @@ pub use drive::{
     Drive, DriveError, Ended, Forms, GivenAnswers, Lease, Next, NoAnswers, TurnRequest,
 };
 pub use plan::{Plan, plan};
-pub use sink::StoreSink;
+pub use sink::{Observer, StoreSink};
 
 /// Run `f`, a blocking call (the store), from async code: on a multi-thread runtime the
 /// thread hands its other tasks over first; elsewhere it simply runs.

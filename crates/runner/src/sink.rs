@@ -1,13 +1,52 @@
 //! [`StoreSink`]: a turn's events and checkpoints, handed to the store's writer as
 //! they come (nothing waits for a write on the hot path), with the turn's end written
 //! last and waited for without blocking the runtime.
+//!
+//! An optional [`Observer`] hears each event's line as `canvas run --format jsonl`
+//! prints it, under the same rule: a `node_finished`, and every event after it, only
+//! once the write carrying it is durable (a server streams a turn through it).
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use canvas_engine::events::wire;
-use canvas_engine::{Event, EventSink, RunState};
+use canvas_engine::events::wire::{self, Envelope};
+use canvas_engine::{Event, EventKind, EventSink, RunState};
 use canvas_store::writer::WriterHandle;
 use canvas_store::{CheckpointWrite, Checkpointer, EventChunk, RunWrite, StoreError, TurnEnd};
+
+/// Hears each event's JSON line once it may be shown (see the module docs). Called from
+/// the run's task, or from the store's writer thread once a write is durable: it must
+/// not block.
+pub type Observer = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The lines an observer has not heard yet.
+struct Watch {
+    observer: Observer,
+    /// Lines in order, each with the number of the write that must be durable first
+    /// (0: none); a line waits for every line before it.
+    queue: VecDeque<(u64, String)>,
+    /// Writes up to this number are durable.
+    opened: u64,
+}
+
+impl Watch {
+    /// Hand over the lines whose write is durable, in order.
+    fn release(&mut self) {
+        while self
+            .queue
+            .front()
+            .is_some_and(|(gate, _)| *gate <= self.opened)
+        {
+            if let Some((_, line)) = self.queue.pop_front() {
+                (self.observer)(&line);
+            }
+        }
+    }
+}
+
+fn watch_lock(w: &Mutex<Watch>) -> std::sync::MutexGuard<'_, Watch> {
+    w.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// The durable sink of one turn of a run driven without a terminal.
 pub struct StoreSink<'a> {
@@ -21,6 +60,15 @@ pub struct StoreSink<'a> {
     data: Vec<u8>,
     /// The first write the store refused.
     failed: Arc<Mutex<Option<Arc<StoreError>>>>,
+    /// The observer's queue, when there is one.
+    watch: Option<Arc<Mutex<Watch>>>,
+    /// A `node_finished` is among the events since the last write: lines from it on
+    /// wait for that write.
+    holding: bool,
+    /// Writes handed to the writer so far (a write's number is its gate).
+    submitted: u64,
+    /// Scratch buffer for one event's line.
+    line: Vec<u8>,
 }
 
 impl<'a> StoreSink<'a> {
@@ -39,6 +87,42 @@ impl<'a> StoreSink<'a> {
             chunks: Vec::new(),
             data: Vec::new(),
             failed: Arc::default(),
+            watch: None,
+            holding: false,
+            submitted: 0,
+            line: Vec::new(),
+        }
+    }
+
+    /// Have `observer` hear this turn's events (see the module docs).
+    pub fn observed(mut self, observer: Option<Observer>) -> Self {
+        self.watch = observer.map(|observer| {
+            Arc::new(Mutex::new(Watch {
+                observer,
+                queue: VecDeque::new(),
+                opened: 0,
+            }))
+        });
+        self
+    }
+
+    /// Number the next write, and have its acknowledgement release the lines waiting
+    /// for it; returns what to call with the write's result.
+    fn gate(&mut self) -> impl FnOnce(bool) + Send + 'static {
+        self.submitted += 1;
+        self.holding = false;
+        let gate = self.submitted;
+        let watch = self.watch.clone();
+        move |durable| {
+            let Some(w) = watch else { return };
+            let mut w = watch_lock(&w);
+            if durable {
+                w.opened = w.opened.max(gate);
+                w.release();
+            } else {
+                // What follows a refused write is never shown.
+                w.queue.clear();
+            }
         }
     }
 
@@ -82,17 +166,24 @@ impl<'a> StoreSink<'a> {
     /// resuming runs those nodes once; the run's status is written.
     pub async fn abandon(&mut self, end: TurnEnd) -> Result<(), StoreError> {
         self.chunks.clear();
+        if let Some(w) = &self.watch {
+            // The dropped events' lines: none of them may be heard now.
+            let next = self.submitted + 1;
+            watch_lock(w).queue.retain(|(gate, _)| *gate < next);
+        }
         let write = self.write(None, Some(end));
         self.commit(write).await
     }
 
     /// Hand `write` to the writer and wait, without blocking a thread, until it is
     /// durable.
-    async fn commit(&self, write: RunWrite) -> Result<(), StoreError> {
+    async fn commit(&mut self, write: RunWrite) -> Result<(), StoreError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
+        let opened = self.gate();
         self.writer.submit(
             write,
             Box::new(move |r| {
+                opened(r.is_ok());
                 let _ = tx.send(r);
             }),
         );
@@ -119,6 +210,23 @@ impl EventSink for StoreSink<'_> {
             ev.kind.name(),
             data,
         );
+        if let Some(w) = &self.watch {
+            if matches!(ev.kind, EventKind::NodeFinished(_)) {
+                self.holding = true;
+            }
+            self.line.clear();
+            wire::write_line(
+                ev.kind.name(),
+                data.as_bytes(),
+                &Envelope::of(ev),
+                &mut self.line,
+            );
+            let line = String::from_utf8_lossy(&self.line).into_owned();
+            let gate = if self.holding { self.submitted + 1 } else { 0 };
+            let mut w = watch_lock(w);
+            w.queue.push_back((gate, line));
+            w.release();
+        }
         Ok(())
     }
 
@@ -132,9 +240,11 @@ impl EventSink for StoreSink<'_> {
             return Ok(());
         }
         let failed = Arc::clone(&self.failed);
+        let opened = self.gate();
         self.writer.submit(
             write,
             Box::new(move |r| {
+                opened(r.is_ok());
                 if let Err(e) = r {
                     let e = match e {
                         StoreError::Group(shared) => shared,
