@@ -14,10 +14,17 @@ mod checkpoint;
 mod chunk;
 pub mod delta;
 pub mod lease;
+pub mod postgres;
+mod record;
 mod retention;
-mod schema;
+mod rows;
 mod sqlite;
 pub mod writer;
+
+#[cfg(test)]
+mod behaviour;
+#[cfg(test)]
+mod testkit;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -33,9 +40,9 @@ pub use checkpoint::{CheckpointWrite, Checkpointer};
 pub use chunk::EventChunk;
 pub use delta::{CursorDelta, Delta, apply, diff};
 pub use lease::holder as lease_holder;
+pub use postgres::{PG_SCHEMA_VERSION, PgStore, PgUrl};
 pub use retention::{AutoVacuum, PruneFilter, Reclaimed, StoreSize};
-pub use schema::SCHEMA_VERSION;
-pub use sqlite::SqliteStore;
+pub use sqlite::{SCHEMA_VERSION, SqliteStore};
 
 /// Where a run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -254,6 +261,31 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    /// PostgreSQL refused an operation (or could not be reached).
+    #[error("store: {context}: {}", postgres::one_line(.source))]
+    Postgres {
+        /// What the store was doing.
+        context: String,
+        /// The client's or the server's error.
+        #[source]
+        source: ::postgres::Error,
+    },
+    /// A store URL that cannot be used (shown without its password).
+    #[error("invalid store URL {url}: {why}")]
+    BadUrl {
+        /// The URL, its password hidden.
+        url: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A blocking store (PostgreSQL) was called from a thread driving an async runtime.
+    #[error(
+        "store: called from inside an async runtime, where a blocking PostgreSQL call would stall it (call it from a plain thread)"
+    )]
+    AsyncContext,
+    /// No connection to the server became free in time.
+    #[error("store: {0}")]
+    Busy(String),
     /// No run has this id (or prefix).
     #[error("no run matches \"{0}\"")]
     NotFound(String),
