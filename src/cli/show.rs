@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::CliError;
 use super::opts::StoreOpts;
 use super::runs::{RunJson, human_bytes, local_time, runs_word, write_stdout};
-use canvas_store::{RunRecord, RunStatus, Store};
+use canvas_store::{RunRecord, RunStatus};
 
 /// Output formats of `canvas show`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -64,7 +64,7 @@ pub fn exec(args: ShowArgs) -> Result<u8, CliError> {
         ShowFormat::Text => {
             let store = format!(
                 "{} ({}, {})",
-                args.store.path().display(),
+                args.store.location()?,
                 human_bytes(size.bytes),
                 runs_word(size.runs)
             );

@@ -27,6 +27,7 @@ mod mcp;
 mod migrate;
 mod models;
 mod peer;
+mod postgres;
 mod prune;
 mod readme;
 mod refuse;

@@ -436,6 +436,35 @@ pub trait Store: Send + Sync {
     fn size(&self) -> Result<StoreSize>;
 }
 
+/// Where a store is: a SQLite file, or a PostgreSQL database (`postgres://…` or
+/// `postgresql://…`). Shown, it never holds a password.
+#[derive(Debug, Clone)]
+pub enum Location {
+    /// A SQLite file.
+    File(PathBuf),
+    /// A PostgreSQL database and schema.
+    Postgres(Box<PgUrl>),
+}
+
+impl Location {
+    /// A `--store` value: a PostgreSQL URL, else a file path.
+    pub fn parse(value: &std::path::Path) -> Result<Location> {
+        match value.to_str() {
+            Some(s) if PgUrl::is_postgres(s) => Ok(Location::Postgres(Box::new(PgUrl::parse(s)?))),
+            _ => Ok(Location::File(value.to_path_buf())),
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::File(p) => write!(f, "{}", p.display()),
+            Location::Postgres(u) => write!(f, "{u}"),
+        }
+    }
+}
+
 /// The default store file: `$CANVAS_STORE`, else `$XDG_DATA_HOME/canvas/canvas.db`, else
 /// `$HOME/.local/share/canvas/canvas.db`.
 pub fn default_path() -> PathBuf {

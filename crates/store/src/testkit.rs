@@ -132,6 +132,14 @@ impl Fixture {
         }
     }
 
+    /// The URL of a PostgreSQL store.
+    pub(crate) fn store_url(&self) -> &PgUrl {
+        match &self.kind {
+            Kind::Postgres { url, .. } => url,
+            Kind::Sqlite { .. } => panic!("a SQLite store has no URL"),
+        }
+    }
+
     /// True on PostgreSQL.
     pub(crate) fn is_pg(&self) -> bool {
         matches!(self.kind, Kind::Postgres { .. })

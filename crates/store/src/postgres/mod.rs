@@ -88,14 +88,27 @@ pub(crate) fn pg_err(context: &str, source: postgres::Error) -> StoreError {
 }
 
 /// A PostgreSQL error on one line: the server's message (and its detail), or the
-/// client's.
+/// client's with its causes (`error connecting to server: Connection refused`).
 pub(crate) fn one_line(e: &postgres::Error) -> String {
     let text = match e.as_db_error() {
         Some(db) => match db.detail() {
             Some(d) => format!("{}: {} ({d})", db.severity(), db.message()),
             None => format!("{}: {}", db.severity(), db.message()),
         },
-        None => e.to_string(),
+        None => {
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(c) = cause {
+                let more = c.to_string();
+                // Some errors repeat their cause in their own text.
+                if !text.contains(&more) {
+                    text.push_str(": ");
+                    text.push_str(&more);
+                }
+                cause = c.source();
+            }
+            text
+        }
     };
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -1048,5 +1061,151 @@ impl Store for PgStore {
             runs: u64::try_from(col::<i64>(&row, 0)?).unwrap_or(0),
             events: col::<i64>(&row, 1).ok().and_then(|n| u64::try_from(n).ok()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! PostgreSQL's own matters: its schema, URL and server. The behaviour every backend
+    //! shares is tested in `behaviour.rs`, on each.
+
+    use super::*;
+    use crate::testkit::{Fixture, test_pg_url, unique_schema};
+
+    /// A URL for a schema of its own, and a plain client on the database.
+    fn fresh() -> Option<(PgUrl, postgres::Client)> {
+        let url = PgUrl::parse(&test_pg_url()?).unwrap();
+        let url = url.with_schema(&unique_schema());
+        let admin = url.config.connect(postgres::NoTls).unwrap();
+        Some((url, admin))
+    }
+
+    fn schema_exists(admin: &mut postgres::Client, schema: &str) -> bool {
+        admin
+            .query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&schema])
+            .unwrap()
+            .is_some()
+    }
+
+    fn drop_schema(admin: &mut postgres::Client, schema: &str) {
+        let q = format!("DROP SCHEMA IF EXISTS {} CASCADE", ident(schema));
+        admin.batch_execute(&q).unwrap();
+    }
+
+    #[test]
+    fn reading_a_missing_store_creates_nothing() {
+        let Some((url, mut admin)) = fresh() else {
+            return;
+        };
+        assert!(PgStore::open_read_only(&url).unwrap().is_none());
+        assert!(!schema_exists(&mut admin, url.schema()));
+        let store = PgStore::open(&url).unwrap();
+        assert!(schema_exists(&mut admin, url.schema()));
+        drop(store);
+        let ro = PgStore::open_read_only(&url).unwrap().unwrap();
+        assert_eq!(ro.list_runs(None, 0).unwrap(), []);
+        drop(ro);
+        drop_schema(&mut admin, url.schema());
+    }
+
+    #[test]
+    fn processes_opening_a_new_store_at_once_migrate_it_once() {
+        let Some((url, mut admin)) = fresh() else {
+            return;
+        };
+        let start = std::sync::Barrier::new(6);
+        std::thread::scope(|s| {
+            for _ in 0..6 {
+                s.spawn(|| {
+                    start.wait();
+                    PgStore::open(&url).unwrap();
+                });
+            }
+        });
+        let q = format!("SELECT version FROM {}.canvas_schema", ident(url.schema()));
+        let versions: Vec<i64> = admin
+            .query(&q, &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(versions, (1..=PG_SCHEMA_VERSION).collect::<Vec<_>>());
+        drop_schema(&mut admin, url.schema());
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused() {
+        let Some(f) = Fixture::postgres() else {
+            return;
+        };
+        f.exec(&format!(
+            "INSERT INTO canvas_schema (version) VALUES ({})",
+            PG_SCHEMA_VERSION + 1
+        ));
+        let runs = f.number("SELECT COUNT(*) FROM runs");
+        for e in [
+            f.reopen().err(),
+            PgStore::open_read_only(f.store_url()).err(),
+        ] {
+            match e {
+                Some(StoreError::NewerSchema { found, supported }) => {
+                    assert_eq!(
+                        (found, supported),
+                        (PG_SCHEMA_VERSION + 1, PG_SCHEMA_VERSION)
+                    );
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(f.number("SELECT COUNT(*) FROM runs"), runs);
+    }
+
+    #[test]
+    fn a_call_from_inside_an_async_runtime_is_an_error_not_a_panic() {
+        let Some(f) = Fixture::postgres() else {
+            return;
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let e = rt
+            .block_on(async { f.store().list_runs(None, 0) })
+            .unwrap_err();
+        assert!(matches!(e, StoreError::AsyncContext), "{e}");
+        assert_eq!(f.store().list_runs(None, 0).unwrap(), []);
+    }
+
+    #[test]
+    fn errors_are_one_line_without_the_password() {
+        let Some(base) = test_pg_url() else {
+            return;
+        };
+        let mut bad = PgUrl::parse(&base).unwrap().with_schema(&unique_schema());
+        bad.config.password("not-the-password-4711");
+        let e = PgStore::open(&bad).err().unwrap();
+        let text = e.to_string();
+        assert!(!text.contains("4711"), "{text}");
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.contains("password authentication failed"), "{text}");
+        // A server that is not there.
+        let gone = PgUrl::parse("postgres://canvas:secret-4711@127.0.0.1:1/x").unwrap();
+        let text = PgStore::open(&gone).err().unwrap().to_string();
+        assert!(!text.contains("4711") && !text.contains('\n'), "{text}");
+        assert!(
+            text.contains("connecting to the server: error connecting to server: "),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn size_is_the_tables_and_reclaim_leaves_it_to_autovacuum() {
+        let Some(f) = Fixture::postgres() else {
+            return;
+        };
+        let size = f.store().size().unwrap();
+        assert_eq!(size.auto_vacuum, AutoVacuum::Server);
+        assert!(size.bytes >= 8 * size.page_size, "{size:?}");
+        assert_eq!(size.page_count, size.bytes / size.page_size);
+        assert_eq!(f.store().reclaim().unwrap(), Reclaimed::Autovacuum);
     }
 }

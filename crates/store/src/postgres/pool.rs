@@ -154,7 +154,7 @@ impl Pool {
         let mut client = self
             .config
             .connect(NoTls)
-            .map_err(|e| pg_err(&format!("connecting to {}", self.shown), e))?;
+            .map_err(|e| pg_err("connecting to the server", e))?;
         client
             .batch_execute(&self.setup)
             .map_err(|e| pg_err("setting up the connection", e))?;
