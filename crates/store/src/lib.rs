@@ -3,7 +3,11 @@
 //! schema migrations of the file that holds them.
 //!
 //! [`Store`] is the seam; [`SqliteStore`] implements it on one SQLite file that many
-//! processes may share. A process running a run plans its checkpoints itself
+//! processes may share, [`PgStore`] on a PostgreSQL database that many machines may
+//! share (`--store postgres://…`: [`Location`]). Both store the same things the same
+//! way (`rows.rs` makes the stored form over each backend's row operations). Store
+//! calls block; a PostgreSQL store refuses a call from a thread driving an async
+//! runtime. A process running a run plans its checkpoints itself
 //! ([`Checkpointer`]: deltas from the last one, [`delta`]) and hands them, with the
 //! run's events, to a [`writer`] thread that commits what many runs give it in one
 //! transaction. Events are kept compact ([`EventChunk`]): the payloads, without the
@@ -359,8 +363,8 @@ pub enum StoreError {
 /// The store's result type.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// Durable storage of runs, their events and checkpoints (SQLite today; room for a
-/// networked store).
+/// Durable storage of runs, their events and checkpoints (SQLite or PostgreSQL). Calls
+/// block: make them from plain threads, not from inside an async runtime.
 pub trait Store: Send + Sync {
     /// Insert a new run.
     fn create_run(&self, rec: &RunRecord) -> Result<()>;

@@ -1,10 +1,10 @@
 //! [`PgStore`]: the [`Store`] on a PostgreSQL database, for a store that several
 //! machines share. It stores what [`SqliteStore`](crate::SqliteStore) stores, the same
-//! way ([`rows`](crate::rows) makes the stored form for both), in the tables of one
+//! way (`rows.rs` makes the stored form for both), in the tables of one
 //! schema (`canvas` unless the URL names another: [`PgUrl`]).
 //!
 //! Calls are blocking, like the [`Store`] trait: each takes a connection from a small
-//! [pool] for its duration. They must not be made from a thread that drives a tokio
+//! pool for its duration (`pool.rs`). They must not be made from a thread that drives a tokio
 //! runtime (the blocking client would panic there); such a call fails with
 //! [`StoreError::AsyncContext`] instead.
 //!

@@ -80,6 +80,13 @@ impl PgUrl {
                 "the schema name must be 1 to {MAX_IDENT} bytes long"
             )));
         }
+        // The client has no TLS: say so, rather than let the handshake blame the server.
+        if matches!(config.get_ssl_mode(), postgres::config::SslMode::Require) {
+            return Err(bad(
+                "sslmode=require: this build connects without TLS (use a tunnel or a private network)"
+                    .into(),
+            ));
+        }
         if config.get_password().is_none() {
             if let Some(pw) = std::env::var_os("PGPASSWORD").filter(|p| !p.is_empty()) {
                 config.password(pw.as_encoded_bytes());
@@ -233,6 +240,8 @@ mod tests {
             "x"
         );
         assert!(at("postgres://h/db?schema=").is_err());
+        let e = at("postgres://h/db?sslmode=require").unwrap_err();
+        assert!(e.to_string().contains("without TLS"), "{e}");
         assert!(at(&format!("postgres://h/db?schema={}", "s".repeat(64))).is_err());
         assert!(PgUrl::is_postgres("PostgreSQL://h/db"));
         assert!(!PgUrl::is_postgres("/tmp/postgres://x"));
