@@ -107,8 +107,8 @@ pub(crate) trait Rows {
     fn insert_blob(&mut self, run_id: &str, hash: &str, body: &[u8]) -> Result<()>;
     /// The run's status after its turn `turn` ended (and that turn's end).
     fn end_turn(&mut self, run_id: &str, turn: u32, end: &TurnEndRow<'_>) -> Result<()>;
-    /// A blob's compressed body.
-    fn blob(&mut self, hash: &str) -> Result<Option<Vec<u8>>>;
+    /// A blob's compressed body (run `run_id` uses it).
+    fn blob(&mut self, run_id: &str, hash: &str) -> Result<Option<Vec<u8>>>;
     /// The run's events stored one per row by older versions (`turn` narrows them).
     fn legacy_events(&mut self, run_id: &str, turn: Option<u32>) -> Result<Vec<String>>;
     /// The run's event chunks in order (`turn` narrows them).
@@ -229,7 +229,7 @@ fn keep_blobs(rows: &mut impl Rows, run_id: &str, s: &blobs::Split<'_>) -> Resul
 fn fetch_blob(rows: &mut impl Rows, run_id: &str, key: &str) -> Result<String> {
     let what = || format!("run {run_id}: large value {key}");
     let body = rows
-        .blob(key)?
+        .blob(run_id, key)?
         .ok_or_else(|| StoreError::Corrupt(format!("{}: missing", what())))?;
     chunk::decompress(&body, what)
 }

@@ -525,8 +525,8 @@ impl<C: GenericClient> Rows for PgRows<'_, C> {
             .map(drop)
     }
 
-    fn blob(&mut self, hash: &str) -> Result<Option<Vec<u8>>> {
-        let err = err_for(self.what, hash);
+    fn blob(&mut self, run_id: &str, hash: &str) -> Result<Option<Vec<u8>>> {
+        let err = err_for(self.what, run_id);
         let row = self
             .c
             .query_opt("SELECT body FROM blobs WHERE hash = $1", &[&hash])

@@ -425,9 +425,9 @@ impl Rows for SqliteRows<'_> {
         .map(drop)
     }
 
-    fn blob(&mut self, hash: &str) -> Result<Option<Vec<u8>>> {
+    fn blob(&mut self, run_id: &str, hash: &str) -> Result<Option<Vec<u8>>> {
         let q = "SELECT body FROM blobs WHERE hash = ?1";
-        one(self.c, self.op(hash), q, [hash], |r| r.get(0))
+        one(self.c, self.op(run_id), q, [hash], |r| r.get(0))
     }
 
     fn legacy_events(&mut self, run_id: &str, turn: Option<u32>) -> Result<Vec<String>> {
