@@ -48,18 +48,10 @@ pub fn collect(
                 path.display()
             )));
         };
-        for (k, v) in map {
-            let decl = declared.get(&k);
-            let v = match v {
-                Value::Object(o) if o.contains_key("value") => {
-                    warn_unfit(path, &k, &o, decl);
-                    Value::Object(o)
-                }
-                bare => checked(&k, bare, decl)
-                    .map_err(|e| CliError::invalid(format!("{}: {}", path.display(), e.message)))?,
-            };
-            out.insert(k.clone(), api_shape(v, decl));
-        }
+        let label = path.display().to_string();
+        out = typed_map(map, declared, &label, &|k, o, decl| {
+            warn_unfit(path, k, o, decl)
+        })?;
     }
     for p in pairs {
         let Some((k, raw)) = p.split_once('=') else {
@@ -70,6 +62,31 @@ pub fn collect(
         let raw = at_file(raw).map_err(|e| CliError::invalid(format!("input {k:?}: {e}")))?;
         let value = typed(k, &raw, declared.get(k))?;
         out.insert(k.to_string(), api_shape(value, declared.get(k)));
+    }
+    Ok(out)
+}
+
+/// Values from a file (an inputs file, a dataset row) → API shape: bare values typed
+/// and checked by their fields, as `-i` values are (errors start with `label: `);
+/// entries already in API shape are passed on, `unfit` told of those that do not fit.
+pub fn typed_map(
+    map: Object,
+    declared: &Object,
+    label: &str,
+    unfit: &dyn Fn(&str, &Object, Option<&Value>),
+) -> Result<Object, CliError> {
+    let mut out = Object::new();
+    for (k, v) in map {
+        let decl = declared.get(&k);
+        let v = match v {
+            Value::Object(o) if o.contains_key("value") => {
+                unfit(&k, &o, decl);
+                Value::Object(o)
+            }
+            bare => checked(&k, bare, decl)
+                .map_err(|e| CliError::invalid(format!("{label}: {}", e.message)))?,
+        };
+        out.insert(k.clone(), api_shape(v, decl));
     }
     Ok(out)
 }

@@ -2,6 +2,8 @@
 //! It turns flags into plain values for the library and holds no engine logic.
 
 mod admit;
+mod batch;
+mod batches;
 mod cancel;
 mod chat;
 mod completions;
@@ -132,6 +134,17 @@ pub enum Command {
         canvas migrate old.json --write     # save it\n  \
         canvas migrate flows/ --check       # CI: exit 1 when a file needs it")]
     Migrate(migrate::MigrateArgs),
+    /// Run a canvas over every row of a dataset, with checks; resumable.
+    #[command(after_help = "Examples:\n  \
+        canvas batch flow.json --dataset cases.csv --concurrency 32 --output results.jsonl\n  \
+        canvas batch --resume latest                 # after Ctrl-C or a crash\n  \
+        canvas batch flow.json --dataset cases.yaml --store postgres://ci@db/canvas --worker")]
+    Batch(batch::BatchArgs),
+    /// List the stored batches: rows done, failed, waiting and pending.
+    #[command(
+        after_help = "Examples:\n  canvas batches\n  canvas show 01JBATCH      # one batch: its summary and failures"
+    )]
+    Batches(batches::BatchesArgs),
     /// Draw a canvas's execution graph as Mermaid or Graphviz DOT.
     #[command(after_help = "Examples:\n  \
         canvas graph canvases/trip.yaml\n  \
@@ -155,8 +168,10 @@ pub fn main() -> ExitCode {
         .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
     let cli = match parsed {
         Ok((mut c, m)) => {
-            if let (Command::Resume(a), Some(("resume", sub))) = (&mut c.command, m.subcommand()) {
-                a.explicit = explicit_ids(sub);
+            match (&mut c.command, m.subcommand()) {
+                (Command::Resume(a), Some(("resume", sub))) => a.explicit = explicit_ids(sub),
+                (Command::Batch(a), Some(("batch", sub))) => a.explicit = explicit_ids(sub),
+                _ => {}
             }
             c
         }
@@ -201,6 +216,8 @@ pub fn run_cli(cli: Cli) -> ExitCode {
         Command::Show(args) => (false, show::exec(args)),
         Command::Events(args) => (false, events::exec(args)),
         Command::Cancel(args) => (false, cancel::exec(args)),
+        Command::Batch(args) => (false, batch::exec(args)),
+        Command::Batches(args) => (false, batches::exec(args)),
         Command::Validate(args) => (false, validate::exec(args)),
         Command::Migrate(args) => (false, migrate::exec(args)),
         Command::Graph(args) => (false, graph::exec(args)),

@@ -219,16 +219,7 @@ impl EventSink for Reporter<'_> {
         let env = Envelope::of(ev);
         self.line.clear();
         wire::write_line(name, data.as_bytes(), &env, &mut self.line);
-        match self.chunks.last_mut() {
-            Some(c) if c.message_id == ev.message_id && c.created_at == ev.created_at => {
-                c.push(name, data);
-            }
-            _ => {
-                let mut c = EventChunk::new(ev.message_id.clone(), ev.created_at);
-                c.push(name, data);
-                self.chunks.push(c);
-            }
-        }
+        EventChunk::append(&mut self.chunks, &ev.message_id, ev.created_at, name, data);
         if matches!(ev.kind, EventKind::NodeFinished(_)) {
             self.holding = true;
         }

@@ -19,6 +19,7 @@ use canvas_engine::{
     Canvas, Outcome, RunConfig, RunError, RunState, StopReason, StopSignal, run_turn,
 };
 use canvas_pyrt::Object;
+use canvas_runner::error_line;
 use canvas_store::writer::WriterHandle;
 use canvas_store::{Checkpointer, RunRecord, RunStatus, Store, TurnEnd, TurnKind, lease_holder};
 use canvas_ui::RunEnd;
@@ -731,24 +732,6 @@ impl Session<'_> {
     }
 }
 
-/// A component's error on one line, for the `error:` line (the whole text stays in the
-/// stored events): a Python traceback's last line says what went wrong, any other text's
-/// first line does.
-fn error_line(error: &str) -> String {
-    let mut lines = error.lines().map(str::trim).filter(|l| !l.is_empty());
-    let first = lines.clone().next().unwrap_or_default();
-    let pick = if error.contains("Traceback (most recent call last)") {
-        lines.next_back().unwrap_or(first)
-    } else {
-        first
-    };
-    if error.trim().lines().count() > 1 {
-        format!("{pick} (…)")
-    } else {
-        pick.to_string()
-    }
-}
-
 /// Form answers given up front (`-i`, `--inputs`): a form whose required fields they
 /// all cover is answered with them, once (the same form asked again, in a Loop, waits).
 #[derive(Default)]
@@ -824,22 +807,4 @@ fn register_signals(stop: &StopSignal) -> Vec<signal_hook::SigId> {
         }
     }
     ids
-}
-
-#[cfg(test)]
-mod tests {
-    use super::error_line;
-
-    #[test]
-    fn component_errors_fit_one_line() {
-        assert_eq!(error_line("boom"), "boom");
-        assert_eq!(error_line("first\nsecond"), "first (…)");
-        let tb = "pip says no\nTraceback (most recent call last):\n  File \"main.py\", line 2\n\
-                  ModuleNotFoundError: No module named 'ezdxf'\n";
-        assert_eq!(
-            error_line(tb),
-            "ModuleNotFoundError: No module named 'ezdxf' (…)"
-        );
-        assert_eq!(error_line(""), "");
-    }
 }

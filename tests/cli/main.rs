@@ -1,6 +1,8 @@
 //! Integration tests: the real `canvas` binary, driven like a user drives it.
 
 mod agent_tools;
+mod batch;
+mod batch_crash;
 mod canvases;
 mod chat;
 mod checklist;

@@ -13,6 +13,7 @@
 //! transaction. Events are kept compact ([`EventChunk`]): the payloads, without the
 //! envelope a turn's events share; reading them back gives the JSON lines as emitted.
 
+pub mod batch;
 mod blobs;
 mod checkpoint;
 mod chunk;
@@ -40,6 +41,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+pub use batch::{
+    BatchRecord, BatchRow, Batches, ClaimedRow, RowCounts, RowEnd, RowSpec, RowStatus,
+};
 pub use checkpoint::{CheckpointWrite, Checkpointer};
 pub use chunk::EventChunk;
 pub use delta::{CursorDelta, Delta, apply, diff};
@@ -363,9 +367,10 @@ pub enum StoreError {
 /// The store's result type.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// Durable storage of runs, their events and checkpoints (SQLite or PostgreSQL). Calls
-/// block: make them from plain threads, not from inside an async runtime.
-pub trait Store: Send + Sync {
+/// Durable storage of runs, their events and checkpoints, and of batches of runs (SQLite
+/// or PostgreSQL). Calls block: make them from plain threads, not from inside an async
+/// runtime.
+pub trait Store: Batches + Send + Sync {
     /// Insert a new run.
     fn create_run(&self, rec: &RunRecord) -> Result<()>;
     /// Insert a new run and record its first turn, in one transaction (so a run never

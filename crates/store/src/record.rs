@@ -1,7 +1,8 @@
-//! Stored rows as the backends read them, before their text columns are checked, and
-//! the JSON text of stored values. Both backends keep JSON as text (not PostgreSQL's
+//! Stored rows (of runs, turns, batches and their rows) as the backends read them,
+//! before their text columns are checked, and the JSON text of stored values. Both backends keep JSON as text (not PostgreSQL's
 //! `jsonb`, which reorders object keys: RAGFlow's key order is part of the output).
 
+use super::batch::{BatchRecord, BatchRow, ClaimedRow, RowCounts, RowStatus};
 use super::{Result, RunRecord, RunStatus, StoreError, TurnKind, TurnRecord};
 
 /// Most matches an ambiguous-prefix error lists.
@@ -101,6 +102,147 @@ impl RawTurn {
             status,
         })
     }
+}
+
+/// A `batches` row as read.
+pub(crate) struct RawBatch {
+    pub id: String,
+    pub key: String,
+    pub source: String,
+    pub canvas: String,
+    pub canvas_hash: String,
+    pub dataset: String,
+    pub created_at: f64,
+    pub rows: i64,
+    pub options: Option<String>,
+}
+
+impl RawBatch {
+    /// The record, its options parsed.
+    pub(crate) fn into_record(self) -> Result<BatchRecord> {
+        let id = self.id;
+        let options = match self.options {
+            None => None,
+            Some(o) => Some(from_json(&o, || {
+                format!("reading the options of batch {id}")
+            })?),
+        };
+        Ok(BatchRecord {
+            key: self.key,
+            source: self.source,
+            canvas: self.canvas,
+            canvas_hash: self.canvas_hash,
+            dataset: self.dataset,
+            created_at: self.created_at,
+            rows: count(self.rows),
+            options,
+            id,
+        })
+    }
+}
+
+/// A `batch_rows` row as read.
+pub(crate) struct RawBatchRow {
+    pub idx: i64,
+    pub row_id: String,
+    pub status: String,
+    pub run_id: Option<String>,
+    pub passed: Option<bool>,
+    pub result: Option<String>,
+    pub attempts: i64,
+}
+
+impl RawBatchRow {
+    /// The row of batch `batch_id`, its status and result parsed.
+    pub(crate) fn into_row(self, batch_id: &str) -> Result<BatchRow> {
+        let idx = self.idx;
+        let result = self
+            .result
+            .map(|r| {
+                from_json(&r, || {
+                    format!("reading row {} of batch {batch_id}", idx + 1)
+                })
+            })
+            .transpose()?;
+        Ok(BatchRow {
+            idx: count(idx),
+            row_id: self.row_id,
+            status: row_status(batch_id, &self.status)?,
+            run_id: self.run_id,
+            passed: self.passed,
+            result,
+            attempts: attempts(self.attempts),
+        })
+    }
+}
+
+/// A row just claimed, as the claim returned it.
+pub(crate) struct RawClaim {
+    pub idx: i64,
+    pub row_id: String,
+    pub spec: String,
+    pub run_id: Option<String>,
+    pub attempts: i64,
+}
+
+impl RawClaim {
+    /// The claimed row of batch `batch_id`, its spec parsed.
+    pub(crate) fn into_claimed(self, batch_id: &str) -> Result<ClaimedRow> {
+        let idx = self.idx;
+        Ok(ClaimedRow {
+            idx: count(idx),
+            row_id: self.row_id,
+            spec: from_json(&self.spec, || {
+                format!("reading row {} of batch {batch_id}", idx + 1)
+            })?,
+            run_id: self.run_id,
+            attempts: attempts(self.attempts),
+        })
+    }
+}
+
+/// The counts of a batch's rows from `(status, passed, rows)` groups.
+pub(crate) fn row_counts(
+    batch_id: &str,
+    groups: impl IntoIterator<Item = (String, Option<bool>, i64)>,
+) -> Result<RowCounts> {
+    let mut out = RowCounts::default();
+    for (status, passed, n) in groups {
+        let status = row_status(batch_id, &status)?;
+        for _ in 0..count(n) {
+            out.add(status, passed);
+        }
+    }
+    Ok(out)
+}
+
+/// The error of a worker that does not hold row `idx` (held by `owner`, if anyone).
+pub(crate) fn row_not_held(batch_id: &str, idx: u64, owner: Option<String>) -> StoreError {
+    StoreError::Leased {
+        run_id: format!("batch {batch_id} row {}", idx + 1),
+        owner: owner.unwrap_or_else(|| "no worker".into()),
+    }
+}
+
+/// True when a running row held by `owner` until `expires` (`now` by the clock that
+/// stamped it) may be claimed by another worker: its lease expired, or its holder is a
+/// dead process of this machine.
+pub(crate) fn row_is_stale(owner: Option<&str>, expires: Option<f64>, now: f64) -> bool {
+    expires.is_none_or(|e| e <= now) || owner.is_none_or(crate::lease::holder_is_dead)
+}
+
+fn row_status(batch_id: &str, s: &str) -> Result<RowStatus> {
+    s.parse()
+        .map_err(|e| StoreError::Corrupt(format!("batch {batch_id}: {e}")))
+}
+
+/// A stored count (never negative unless corrupt: then 0).
+fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+fn attempts(n: i64) -> u32 {
+    u32::try_from(n.max(0)).unwrap_or(u32::MAX)
 }
 
 /// The `LIKE` pattern of an id prefix: its own `\`, `%` and `_` taken literally (with

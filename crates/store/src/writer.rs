@@ -60,6 +60,14 @@ pub fn spawn_scoped<'scope, 'env>(
     WriterHandle { tx }
 }
 
+/// Start a writer on a shared `store` in a thread of its own; it ends, after committing
+/// what was queued, when every handle is dropped (join it to wait for that).
+pub fn spawn(store: std::sync::Arc<dyn Store>) -> (WriterHandle, thread::JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel();
+    let join = thread::spawn(move || run(store.as_ref(), &rx));
+    (WriterHandle { tx }, join)
+}
+
 /// The writer's loop: commit what is queued, in groups, until every handle is gone.
 fn run(store: &dyn Store, rx: &mpsc::Receiver<Job>) {
     while let Ok(first) = rx.recv() {

@@ -19,6 +19,7 @@
 //!   makes deleted rows' space reusable. [`Store::size`] is `pg_total_relation_size` of
 //!   the store's tables.
 
+mod batch;
 mod pool;
 mod schema;
 mod url;
@@ -69,6 +70,8 @@ const TABLES: &[&str] = &[
     "checkpoints",
     "blobs",
     "blob_refs",
+    "batches",
+    "batch_rows",
 ];
 
 /// The PostgreSQL implementation of [`Store`].

@@ -12,6 +12,8 @@
 //! with the last row using it, by triggers that first lock its row: a run or checkpoint
 //! written meanwhile that uses it holds a key-share lock on it (a foreign key), so the
 //! trigger waits for that write and sees it.
+//!
+//! Version 2 adds batches and their rows, as SQLite's version 7 has them.
 
 use postgres::Client;
 
@@ -111,6 +113,40 @@ const MIGRATIONS: &[&str] = &[
     END $$;
     CREATE TRIGGER blobs_forget AFTER DELETE ON blob_refs
         FOR EACH ROW EXECUTE FUNCTION blobs_forget();",
+    // 2: batches (a canvas run over a dataset's rows) and their rows, claimed by workers
+    // with leases (stamped by the server's clock); a row's run is tied to it before it
+    // is created. `open` is cleared when the last row is done: workers join the open
+    // batch of their key, and the partial unique index keeps it one.
+    "CREATE TABLE batches (
+        id          text PRIMARY KEY,
+        key         text NOT NULL,          -- digest of the canvas and the dataset
+        source      text NOT NULL,
+        canvas      text NOT NULL,
+        canvas_hash text NOT NULL,
+        dataset     text NOT NULL,
+        created_at  double precision NOT NULL,
+        rows        bigint NOT NULL,
+        options     text,                   -- JSON: the options it was started with
+        open        boolean NOT NULL DEFAULT true
+    );
+    CREATE INDEX batches_by_created ON batches (created_at DESC, id DESC);
+    CREATE UNIQUE INDEX batches_open_key ON batches (key) WHERE open;
+    CREATE TABLE batch_rows (
+        batch_id      text NOT NULL REFERENCES batches (id) ON DELETE CASCADE,
+        idx           bigint NOT NULL,      -- 0-based position in the dataset
+        row_id        text NOT NULL,
+        spec          text NOT NULL,        -- JSON: what the row asks
+        status        text NOT NULL CHECK (status IN
+                          ('pending', 'running', 'succeeded', 'failed', 'waiting')),
+        run_id        text,
+        owner         text,                 -- the worker holding it while running
+        lease_expires double precision,     -- Unix seconds, by the server's clock
+        attempts      bigint NOT NULL DEFAULT 0,
+        passed        boolean,              -- its checks: true, false, or NULL (none)
+        result        text,                 -- JSON result line once done
+        PRIMARY KEY (batch_id, idx)
+    );
+    CREATE INDEX batch_rows_by_status ON batch_rows (batch_id, status, idx);",
 ];
 
 /// The store's schema version: `None` when the schema holds no store.

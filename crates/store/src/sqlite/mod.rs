@@ -18,6 +18,7 @@ use rusqlite::{
 };
 use serde_json::Value;
 
+mod batch;
 mod retention;
 mod schema;
 

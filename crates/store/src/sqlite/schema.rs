@@ -108,6 +108,39 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     BEGIN DELETE FROM blobs WHERE hash = OLD.hash; END;
     ALTER TABLE event_chunks ADD COLUMN cuts TEXT;  -- JSON [[offset, hash], ...] or NULL
     ALTER TABLE checkpoints ADD COLUMN cuts TEXT;",
+    // 7: batches (a canvas run over a dataset's rows) and their rows, claimed by workers
+    // with leases; a row's run is tied to it before it is created. `open` is cleared
+    // when the last row is done: workers join an open batch of the same key.
+    "CREATE TABLE batches (
+        id          TEXT PRIMARY KEY NOT NULL,
+        key         TEXT NOT NULL,          -- digest of the canvas and the dataset
+        source      TEXT NOT NULL,
+        canvas      TEXT NOT NULL,
+        canvas_hash TEXT NOT NULL,
+        dataset     TEXT NOT NULL,
+        created_at  REAL NOT NULL,
+        rows        INTEGER NOT NULL,
+        options     TEXT,                   -- JSON: the options it was started with
+        open        INTEGER NOT NULL DEFAULT 1
+    );
+    CREATE INDEX batches_by_created ON batches (created_at DESC, id DESC);
+    CREATE UNIQUE INDEX batches_open_key ON batches (key) WHERE open;
+    CREATE TABLE batch_rows (
+        batch_id      TEXT NOT NULL REFERENCES batches (id) ON DELETE CASCADE,
+        idx           INTEGER NOT NULL,     -- 0-based position in the dataset
+        row_id        TEXT NOT NULL,
+        spec          TEXT NOT NULL,        -- JSON: what the row asks
+        status        TEXT NOT NULL CHECK (status IN
+                          ('pending', 'running', 'succeeded', 'failed', 'waiting')),
+        run_id        TEXT,
+        owner         TEXT,                 -- the worker holding it while running
+        lease_expires REAL,
+        attempts      INTEGER NOT NULL DEFAULT 0,
+        passed        INTEGER,              -- its checks: 1, 0, or NULL (none)
+        result        TEXT,                 -- JSON result line once done
+        PRIMARY KEY (batch_id, idx)
+    );
+    CREATE INDEX batch_rows_by_status ON batch_rows (batch_id, status, idx);",
 ];
 
 /// The file's schema version.

@@ -1,0 +1,63 @@
+//! Driving stored runs without a terminal, many at once in one process: the turns of a
+//! run ([`Drive`]), what continuing a stored run means ([`plan()`]), and the sink that
+//! stores a turn's events and checkpoints through the store's writer ([`StoreSink`]).
+//!
+//! The store is blocking; calls to it from a run's task go through [`blocking`], so a
+//! slow store (a networked one) never stalls the runtime's other runs.
+
+pub mod drive;
+pub mod plan;
+pub mod sink;
+
+pub use drive::{
+    Drive, DriveError, Ended, Forms, GivenAnswers, Lease, Next, NoAnswers, TurnRequest,
+};
+pub use plan::{Plan, plan};
+pub use sink::StoreSink;
+
+/// Run `f`, a blocking call (the store), from async code: on a multi-thread runtime the
+/// thread hands its other tasks over first; elsewhere it simply runs.
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
+/// A component's error on one line, for the `error:` line (the whole text stays in the
+/// stored events): a Python traceback's last line says what went wrong, any other text's
+/// first line does.
+pub fn error_line(error: &str) -> String {
+    let mut lines = error.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.clone().next().unwrap_or_default();
+    let pick = if error.contains("Traceback (most recent call last)") {
+        lines.next_back().unwrap_or(first)
+    } else {
+        first
+    };
+    if error.trim().lines().count() > 1 {
+        format!("{pick} (…)")
+    } else {
+        pick.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_line;
+
+    #[test]
+    fn component_errors_fit_one_line() {
+        assert_eq!(error_line("boom"), "boom");
+        assert_eq!(error_line("first\nsecond"), "first (…)");
+        let tb = "pip says no\nTraceback (most recent call last):\n  File \"main.py\", line 2\n\
+                  ModuleNotFoundError: No module named 'ezdxf'\n";
+        assert_eq!(
+            error_line(tb),
+            "ModuleNotFoundError: No module named 'ezdxf' (…)"
+        );
+        assert_eq!(error_line(""), "");
+    }
+}
