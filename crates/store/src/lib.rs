@@ -1,13 +1,13 @@
 //! The durable run store: runs, their turns, checkpoints of their `RunState`, their
-//! event streams, leases (one process runs a run at a time), cancel requests, and the
-//! schema migrations of the file that holds them.
+//! event streams, leases (one process runs a run at a time), cancel requests, batches of
+//! runs ([`batch`]), and the schema migrations of the file that holds them.
 //!
 //! [`Store`] is the seam; [`SqliteStore`] implements it on one SQLite file that many
 //! processes may share, [`PgStore`] on a PostgreSQL database that many machines may
 //! share (`--store postgres://…`: [`Location`]). Both store the same things the same
 //! way (`rows.rs` makes the stored form over each backend's row operations). Store
-//! calls block; a PostgreSQL store refuses a call from a thread driving an async
-//! runtime. A process running a run plans its checkpoints itself
+//! calls block: async code makes them through [`blocking`] (a PostgreSQL store refuses
+//! a call made straight from a thread driving an async runtime). A process running a run plans its checkpoints itself
 //! ([`Checkpointer`]: deltas from the last one, [`delta`]) and hands them, with the
 //! run's events, to a [`writer`] thread that commits what many runs give it in one
 //! transaction. Events are kept compact ([`EventChunk`]): the payloads, without the
@@ -15,6 +15,7 @@
 
 pub mod batch;
 mod blobs;
+mod blocking;
 mod checkpoint;
 mod chunk;
 pub mod delta;
@@ -44,6 +45,7 @@ use sha2::{Digest, Sha256};
 pub use batch::{
     BatchRecord, BatchRow, Batches, ClaimedRow, RowCounts, RowEnd, RowSpec, RowStatus,
 };
+pub use blocking::blocking;
 pub use checkpoint::{CheckpointWrite, Checkpointer};
 pub use chunk::EventChunk;
 pub use delta::{CursorDelta, Delta, apply, diff};
@@ -286,9 +288,10 @@ pub enum StoreError {
         /// What is wrong with it.
         why: String,
     },
-    /// A blocking store (PostgreSQL) was called from a thread driving an async runtime.
+    /// A blocking store (PostgreSQL) was called straight from a thread driving an async
+    /// runtime, not through [`blocking`].
     #[error(
-        "store: called from inside an async runtime, where a blocking PostgreSQL call would stall it (call it from a plain thread)"
+        "store: called from inside an async runtime, where a blocking PostgreSQL call would stall it (call it through canvas_store::blocking, or from a plain thread)"
     )]
     AsyncContext,
     /// No connection to the server became free in time.
@@ -368,8 +371,7 @@ pub enum StoreError {
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// Durable storage of runs, their events and checkpoints, and of batches of runs (SQLite
-/// or PostgreSQL). Calls block: make them from plain threads, not from inside an async
-/// runtime.
+/// or PostgreSQL). Calls block: from async code, make them through [`blocking`].
 pub trait Store: Batches + Send + Sync {
     /// Insert a new run.
     fn create_run(&self, rec: &RunRecord) -> Result<()>;

@@ -4,8 +4,9 @@
 //! schema (`canvas` unless the URL names another: [`PgUrl`]).
 //!
 //! Calls are blocking, like the [`Store`] trait: each takes a connection from a small
-//! pool for its duration (`pool.rs`). They must not be made from a thread that drives a tokio
-//! runtime (the blocking client would panic there); such a call fails with
+//! pool for its duration (`pool.rs`). From async code they go through
+//! [`blocking`](crate::blocking); one made straight from a thread that drives a tokio
+//! runtime (where the blocking client would panic) fails with
 //! [`StoreError::AsyncContext`] instead.
 //!
 //! What differs from SQLite, and why:
@@ -1175,7 +1176,42 @@ mod tests {
             .block_on(async { f.store().list_runs(None, 0) })
             .unwrap_err();
         assert!(matches!(e, StoreError::AsyncContext), "{e}");
+        // `blocking` cannot help on a current-thread runtime: still refused, no panic.
+        let e = rt
+            .block_on(async { crate::blocking(|| f.store().list_runs(None, 0)) })
+            .unwrap_err();
+        assert!(matches!(e, StoreError::AsyncContext), "{e}");
         assert_eq!(f.store().list_runs(None, 0).unwrap(), []);
+    }
+
+    #[test]
+    fn a_call_through_blocking_works_from_a_multi_thread_runtime() {
+        let Some(f) = Fixture::postgres() else {
+            return;
+        };
+        let store = std::sync::Arc::new(PgStore::open(f.store_url()).unwrap());
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let s = std::sync::Arc::clone(&store);
+        let (through, straight) = rt.block_on(async move {
+            tokio::spawn(async move {
+                let through = crate::blocking(|| s.count_runs(None));
+                // The same call made straight from the task is refused.
+                let straight = s.count_runs(None);
+                (through, straight)
+            })
+            .await
+            .unwrap()
+        });
+        assert_eq!(through.unwrap(), 0);
+        assert!(matches!(straight, Err(StoreError::AsyncContext)));
+        // From the thread inside `block_on` too (the batch worker's own loop runs there).
+        let s = std::sync::Arc::clone(&store);
+        let n = rt.block_on(async move { crate::blocking(|| s.count_runs(None)) });
+        assert_eq!(n.unwrap(), 0);
     }
 
     #[test]

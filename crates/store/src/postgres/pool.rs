@@ -101,8 +101,10 @@ impl Pool {
     /// A connection: an idle one, a new one, or the first freed within [`WAIT`].
     pub(crate) fn get(&self) -> Result<Conn<'_>> {
         // The blocking client runs a runtime of its own, which tokio refuses to start
-        // (it panics) on a thread that is driving a runtime.
-        if tokio::runtime::Handle::try_current().is_ok() {
+        // (it panics) on a thread that is driving a runtime; inside `blocking`'s
+        // `block_in_place` the thread has left the runtime, and it may.
+        if tokio::runtime::Handle::try_current().is_ok() && !crate::blocking::in_blocking_section()
+        {
             return Err(StoreError::AsyncContext);
         }
         let deadline = Instant::now() + WAIT;
