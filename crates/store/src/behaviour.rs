@@ -1,7 +1,9 @@
 //! The store's behaviour, the same on every backend: each test function takes a fresh
 //! store ([`Fixture`]) and [`on_both!`] runs it on SQLite and on PostgreSQL. Tests of
 //! one backend's own matters (SQLite's file, WAL, vacuum and old schemas; PostgreSQL's
-//! URL, schema and server) live beside that backend.
+//! URL, schema and server) live beside that backend. Batches have theirs in [`batches`].
+
+mod batches;
 
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
