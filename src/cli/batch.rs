@@ -480,6 +480,7 @@ fn print_summary(
                 "summary": s,
                 "passed": s.passed(),
                 "interrupted": ended.interrupted,
+                "finished_here": ended.finished,
                 "seconds": took.as_secs_f64(),
                 "results": args.output.as_ref().map(|p| p.display().to_string()),
             });

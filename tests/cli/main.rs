@@ -3,6 +3,7 @@
 mod agent_tools;
 mod batch;
 mod batch_crash;
+mod batch_pg;
 mod canvases;
 mod chat;
 mod checklist;

@@ -15,14 +15,14 @@ use crate::harness::{CanvasCli, Ran};
 use crate::util::{TIMEOUT, canvases};
 
 /// A schema of the test database for one test; dropped (with everything in it) after.
-struct PgSchema {
+pub(crate) struct PgSchema {
     base: String,
     name: String,
 }
 
 impl PgSchema {
     /// A fresh schema name, or `None` (skip) outside CI without `CANVAS_TEST_PG`.
-    fn new() -> Option<PgSchema> {
+    pub(crate) fn new() -> Option<PgSchema> {
         static N: AtomicUsize = AtomicUsize::new(0);
         let base = match std::env::var("CANVAS_TEST_PG") {
             Ok(v) if !v.trim().is_empty() => v,
@@ -48,12 +48,18 @@ impl PgSchema {
     }
 
     /// The store URL: the test database, this schema.
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         let sep = if self.base.contains('?') { '&' } else { '?' };
         format!("{}{sep}schema={}", self.base, self.name)
     }
 
-    fn client(&self) -> postgres::Client {
+    /// The schema's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A plain client on the test database.
+    pub(crate) fn client(&self) -> postgres::Client {
         postgres::Client::connect(&self.base, postgres::NoTls).expect("connect to CANVAS_TEST_PG")
     }
 
