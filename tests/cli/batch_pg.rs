@@ -339,8 +339,10 @@ struct Rescued {
     summary: Value,
     /// The store.
     store: PgStore,
-    /// How long after the first worker stopped its row was taken over.
-    taken: Duration,
+    /// When (by the server's clock) row 1 was first seen taken over.
+    taken_at: f64,
+    /// When the first worker's lease on row 1 expired (it renews no more once stopped).
+    expired_at: f64,
     /// The store's schema, dropped last.
     _pg: PgSchema,
 }
@@ -348,7 +350,12 @@ struct Rescued {
 /// A worker holding row 1 mid-run (its first model call done, its second under way) is
 /// stopped by `stop`; a worker started with `--worker` then drains the batch, row 1
 /// included, continuing its run: no component of it runs twice.
-fn rescue(stop: impl FnOnce(&mut Child, &PgSchema)) -> Option<Rescued> {
+/// With `run_held_elsewhere`, the run's lease is then taken for that many seconds by a
+/// holder of another machine (as a `canvas resume` of it there would).
+fn rescue(
+    stop: impl FnOnce(&mut Child, &PgSchema),
+    run_held_elsewhere: Option<f64>,
+) -> Option<Rescued> {
     let pg = PgSchema::new()?;
     let url = pg.url();
     let rows: String = (1..=3)
@@ -388,7 +395,28 @@ fn rescue(stop: impl FnOnce(&mut Child, &PgSchema)) -> Option<Rescued> {
     }
     let run = run.expect("the row's run");
     stop(&mut victim, &pg);
-    let stopped = Instant::now();
+    let mut admin = pg.client();
+    let q = format!(
+        "SELECT attempts, lease_expires, extract(epoch FROM clock_timestamp())::float8
+         FROM \"{}\".batch_rows WHERE idx = 0",
+        pg.name()
+    );
+    let row1 = |c: &mut postgres::Client| -> (i64, Option<f64>, f64) {
+        let r = c.query_one(&q, &[]).expect("read row 1");
+        (r.get(0), r.get(1), r.get(2))
+    };
+    let expired_at = row1(&mut admin).1.expect("row 1 is leased");
+    if let Some(secs) = run_held_elsewhere {
+        let q = format!(
+            "UPDATE \"{}\".runs SET lease_owner = 'elsewhere:1:1',
+                 lease_expires = extract(epoch FROM clock_timestamp())::float8 + $2
+             WHERE id = $1",
+            pg.name()
+        );
+        admin
+            .execute(&q, &[&run, &secs])
+            .expect("lease the run elsewhere");
+    }
     let store = open(&url).expect("the store exists");
     let batch = store.find_batch("latest").unwrap();
     let (_, nodes) = finished(&store, &run);
@@ -400,11 +428,12 @@ fn rescue(stop: impl FnOnce(&mut Child, &PgSchema)) -> Option<Rescued> {
         .spawn()
         .expect("spawn the second worker");
     // When row 1 changes hands.
-    let mut taken = None;
+    let mut taken_at = None;
     let deadline = Instant::now() + TIMEOUT;
-    while taken.is_none() && Instant::now() < deadline {
-        if store.batch_rows(&batch.id).unwrap()[0].attempts > 1 {
-            taken = Some(stopped.elapsed());
+    while taken_at.is_none() && Instant::now() < deadline {
+        let (attempts, _, now) = row1(&mut admin);
+        if attempts > 1 {
+            taken_at = Some(now);
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -419,6 +448,10 @@ fn rescue(stop: impl FnOnce(&mut Child, &PgSchema)) -> Option<Rescued> {
         Some(run.as_str()),
         "the same run goes on"
     );
+    for r in store.batch_rows(&batch.id).unwrap() {
+        let answer = r.result.as_ref().map(|v| v["answer"].clone());
+        assert_eq!(answer, Some(json!("fine")), "row {}: {r:?}", r.row_id);
+    }
     let (workflows, nodes) = finished(&store, &run);
     assert_eq!(workflows, 1, "{nodes:?}");
     for c in TWO_AGENTS {
@@ -427,17 +460,15 @@ fn rescue(stop: impl FnOnce(&mut Child, &PgSchema)) -> Option<Rescued> {
     Some(Rescued {
         summary,
         store,
-        taken: taken.expect("row 1 was taken over"),
+        taken_at: taken_at.expect("row 1 was taken over"),
+        expired_at,
         _pg: pg,
     })
 }
 
 #[test]
 fn a_worker_killed_mid_row_has_its_row_continued_by_another() {
-    let Some(r) = rescue(|victim, _| {
-        let _ = victim.kill();
-        let _ = victim.wait();
-    }) else {
+    let Some(r) = rescue(kill, None) else {
         return;
     };
     let s = &r.summary;
@@ -448,19 +479,38 @@ fn a_worker_killed_mid_row_has_its_row_continued_by_another() {
 }
 
 #[test]
+fn a_row_whose_run_is_held_elsewhere_waits_for_it_and_runs_once() {
+    // The row is free at once (its worker died here), its run not for 2.5 s: the worker
+    // taking the row waits for the run without giving the row up (its lease renewals
+    // meanwhile renew only what it holds), then continues it.
+    let Some(r) = rescue(kill, Some(2.5)) else {
+        return;
+    };
+    let s = &r.summary;
+    assert_eq!(s["summary"]["counts"]["succeeded"], 3, "{s}");
+    assert_eq!(s["finished_here"], 3, "{s}");
+}
+
+fn kill(victim: &mut Child, _: &PgSchema) {
+    let _ = victim.kill();
+    let _ = victim.wait();
+}
+
+#[test]
 fn a_worker_that_stops_mid_row_loses_it_when_its_lease_expires() {
     // A stopped process is alive: its row, like that of a worker on another machine, is
-    // taken over only when its lease runs out (2 s, renewed every 2/3 s until the stop).
-    let Some(r) = rescue(sigstop_outside_a_transaction) else {
+    // taken over only when its lease runs out (2 s, renewed every 2/3 s until the stop);
+    // seen taken before that, it was taken too early.
+    let Some(r) = rescue(sigstop_outside_a_transaction, None) else {
         return;
     };
     let s = &r.summary;
     assert_eq!(s["summary"]["counts"]["succeeded"], 3, "{s}");
     assert_eq!(s["finished_here"], 3, "{s}");
     assert!(
-        r.taken >= Duration::from_millis(1300),
-        "row 1 was taken over {:?} after its worker stopped, before its lease expired",
-        r.taken
+        r.taken_at >= r.expired_at,
+        "row 1 was taken over {:.3} s before its lease expired",
+        r.expired_at - r.taken_at
     );
 }
 

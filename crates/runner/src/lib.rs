@@ -10,7 +10,7 @@ pub mod plan;
 pub mod sink;
 
 pub use drive::{
-    Drive, DriveError, Ended, Forms, GivenAnswers, Lease, Next, NoAnswers, TurnRequest,
+    Drive, DriveError, Ended, Forms, GivenAnswers, HeldRuns, Lease, Next, NoAnswers, TurnRequest,
 };
 pub use plan::{Plan, plan};
 pub use sink::StoreSink;
