@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use canvas_engine::{Canvas, RunConfig, StopReason, StopSignal};
 use canvas_runner::{
-    Drive, DriveError, Ended, GivenAnswers, Lease, TurnRequest, blocking, error_line,
+    Drive, DriveError, Ended, GivenAnswers, HeldRuns, Lease, TurnRequest, blocking, error_line,
 };
 use canvas_store::writer::WriterHandle;
 use canvas_store::{
@@ -100,8 +100,9 @@ impl Worker {
         progress: Arc<dyn Fn(Progress) + Send + Sync>,
     ) -> Result<WorkerEnd, BatchError> {
         let active: Arc<Mutex<HashMap<String, StopSignal>>> = Arc::default();
-        let renewer = tokio::spawn(Arc::clone(&self).renew(Arc::clone(&active)));
-        let out = self.work(&active, progress).await;
+        let held = HeldRuns::default();
+        let renewer = tokio::spawn(Arc::clone(&self).renew(Arc::clone(&active), held.clone()));
+        let out = self.work(&active, &held, progress).await;
         renewer.abort();
         let released = blocking(|| self.store.release_rows(&self.batch_id, &self.owner, None));
         let mut end = out?;
@@ -112,6 +113,7 @@ impl Worker {
     async fn work(
         self: &Arc<Self>,
         active: &Arc<Mutex<HashMap<String, StopSignal>>>,
+        held: &HeldRuns,
         progress: Arc<dyn Fn(Progress) + Send + Sync>,
     ) -> Result<WorkerEnd, BatchError> {
         let mut end = WorkerEnd::default();
@@ -132,9 +134,10 @@ impl Worker {
                 for row in claimed {
                     let me = Arc::clone(self);
                     let active = Arc::clone(active);
+                    let held = held.clone();
                     running.spawn(async move {
                         let n = row.idx + 1;
-                        (n, me.row(row, &active).await)
+                        (n, me.row(row, &active, held).await)
                     });
                 }
                 if none && running.is_empty() {
@@ -201,7 +204,13 @@ impl Worker {
 
     /// Renew the leases of the rows and runs under way, every third of their lifetime;
     /// a run whose lease another process took is cancelled (it is that process's now).
-    async fn renew(self: Arc<Self>, active: Arc<Mutex<HashMap<String, StopSignal>>>) {
+    /// Only runs whose lease a row's drive has taken are renewed: one still waiting for
+    /// another holder's lease, or not stored yet, is not ours to lose.
+    async fn renew(
+        self: Arc<Self>,
+        active: Arc<Mutex<HashMap<String, StopSignal>>>,
+        held: HeldRuns,
+    ) {
         let every = (self.lease / 3).max(Duration::from_millis(50));
         loop {
             tokio::time::sleep(every).await;
@@ -209,11 +218,18 @@ impl Worker {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .iter()
+                .filter(|(k, _)| held.contains(k))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             // Runs first: a row's lease must not outlive its run's.
             for (run_id, stop) in runs {
-                if blocking(|| self.store.renew_lease(&run_id, &self.owner, self.lease)).is_err() {
+                let renewed = blocking(|| {
+                    held.while_held(&run_id, || {
+                        self.store.renew_lease(&run_id, &self.owner, self.lease)
+                    })
+                });
+                if let Some(Err(e)) = renewed {
+                    tracing::warn!(batch = %self.batch_id, run = %run_id, error = %e, "the run's lease was lost");
                     stop.request(StopReason::Cancelled);
                 }
             }
@@ -227,7 +243,12 @@ impl Worker {
     }
 
     /// Run one claimed row to its end.
-    async fn row(&self, row: ClaimedRow, active: &Mutex<HashMap<String, StopSignal>>) -> Outcome {
+    async fn row(
+        &self,
+        row: ClaimedRow,
+        active: &Mutex<HashMap<String, StopSignal>>,
+        held: HeldRuns,
+    ) -> Outcome {
         let started = Instant::now();
         let n = row.idx + 1;
         let ask: RowAsk = match serde_json::from_value(row.spec.clone()) {
@@ -245,6 +266,7 @@ impl Worker {
         let lease = Lease {
             owner: self.owner.clone(),
             ttl: self.lease,
+            held,
         };
         let drive = Drive {
             canvas: &self.canvas,

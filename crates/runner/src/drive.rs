@@ -3,6 +3,9 @@
 //! reaches for as long as [`Forms`] has them. Everything a turn does is stored through
 //! a [`StoreSink`]; what this returns is how the run stands.
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
 use canvas_engine::{
     Canvas, Outcome, RunConfig, RunError, RunState, StopReason, StopSignal, run_turn,
 };
@@ -168,7 +171,8 @@ pub enum DriveError {
     },
 }
 
-/// The lease a [`Drive`] holds on the run it drives (renewing it is the caller's).
+/// The lease a [`Drive`] holds on the run it drives (renewing it is the caller's: the
+/// runs to renew are those in `held`).
 #[derive(Debug, Clone)]
 pub struct Lease {
     /// The holder's name ([`canvas_store::lease_holder`]).
@@ -176,6 +180,34 @@ pub struct Lease {
     /// How long a taken lease lasts; a run held by another holder is waited for about
     /// this long (its lease may be about to expire), then given up on.
     pub ttl: std::time::Duration,
+    /// The runs whose lease a [`Drive`] of this holder has taken and not let go of.
+    pub held: HeldRuns,
+}
+
+/// The runs a holder holds the lease of, as its [`Drive`]s take and let go of them: what
+/// the holder renews. A run still waiting for another holder's lease, or not stored yet,
+/// is not in it (a failed renewal of it means nothing).
+#[derive(Debug, Clone, Default)]
+pub struct HeldRuns(Arc<Mutex<HashSet<String>>>);
+
+impl HeldRuns {
+    fn lock(&self) -> MutexGuard<'_, HashSet<String>> {
+        // A set of ids, consistent whenever the lock is free.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Run `f` (a renewal of `run_id`'s lease) if the run is held, with no [`Drive`]
+    /// letting go of it meanwhile (a lease renewed just after its release would be taken
+    /// again); `None` when it is not held.
+    pub fn while_held<T>(&self, run_id: &str, f: impl FnOnce() -> T) -> Option<T> {
+        let held = self.lock();
+        held.contains(run_id).then(f)
+    }
+
+    /// Whether the run is held.
+    pub fn contains(&self, run_id: &str) -> bool {
+        self.lock().contains(run_id)
+    }
 }
 
 /// The turns of stored runs of one canvas, with one configuration.
@@ -274,6 +306,7 @@ impl Drive<'_> {
         let deadline = std::time::Instant::now() + lease.ttl + LEASE_GRACE;
         loop {
             if blocking(|| self.store.acquire_lease(run_id, &lease.owner, lease.ttl))? {
+                lease.held.lock().insert(run_id.to_string());
                 return Ok(());
             }
             if !wait || std::time::Instant::now() >= deadline {
@@ -292,6 +325,8 @@ impl Drive<'_> {
 
     fn give_lease(&self, run_id: &str) {
         if let Some(lease) = self.lease {
+            // Not renewed from here on (before the release: see `HeldRuns::while_held`).
+            lease.held.lock().remove(run_id);
             // Failing to let go only delays the next holder until the lease expires.
             let _ = blocking(|| self.store.release_lease(run_id, &lease.owner));
         }

@@ -10,21 +10,14 @@ pub mod plan;
 pub mod sink;
 
 pub use drive::{
-    Drive, DriveError, Ended, Forms, GivenAnswers, Lease, Next, NoAnswers, TurnRequest,
+    Drive, DriveError, Ended, Forms, GivenAnswers, HeldRuns, Lease, Next, NoAnswers, TurnRequest,
 };
 pub use plan::{Plan, plan};
 pub use sink::StoreSink;
 
-/// Run `f`, a blocking call (the store), from async code: on a multi-thread runtime the
-/// thread hands its other tasks over first; elsewhere it simply runs.
-pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
-        }
-        _ => f(),
-    }
-}
+/// Call the blocking store from async code (the store owns how: it must know such a
+/// call from one made straight from a task).
+pub use canvas_store::blocking;
 
 /// A component's error on one line, for the `error:` line (the whole text stays in the
 /// stored events): a Python traceback's last line says what went wrong, any other text's
