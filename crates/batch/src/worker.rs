@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use canvas_engine::{Canvas, RunConfig, StopReason, StopSignal};
 use canvas_runner::{
-    Drive, DriveError, Ended, GivenAnswers, HeldRuns, Lease, TurnRequest, blocking, error_line,
+    Drive, DriveError, Ended, GivenAnswers, HeldRuns, Lease, TurnRequest, error_line,
 };
+use canvas_store::call;
 use canvas_store::writer::WriterHandle;
 use canvas_store::{
     ClaimedRow, RowEnd, RowStatus, RunRecord, RunStatus, Store, StoreError, TurnKind,
@@ -104,7 +105,9 @@ impl Worker {
         let renewer = tokio::spawn(Arc::clone(&self).renew(Arc::clone(&active), held.clone()));
         let out = self.work(&active, &held, progress).await;
         renewer.abort();
-        let released = blocking(|| self.store.release_rows(&self.batch_id, &self.owner, None));
+        let released = call(self.store.as_ref(), || {
+            self.store.release_rows(&self.batch_id, &self.owner, None)
+        });
         let mut end = out?;
         end.released = released?;
         Ok(end)
@@ -126,7 +129,7 @@ impl Worker {
             }
             if running.len() < concurrency {
                 let want = concurrency - running.len();
-                let claimed = blocking(|| {
+                let claimed = call(self.store.as_ref(), || {
                     self.store
                         .claim_rows(&self.batch_id, &self.owner, want, self.lease)
                 })?;
@@ -141,7 +144,9 @@ impl Worker {
                     });
                 }
                 if none && running.is_empty() {
-                    let counts = blocking(|| self.store.row_counts(&self.batch_id))?;
+                    let counts = call(self.store.as_ref(), || {
+                        self.store.row_counts(&self.batch_id)
+                    })?;
                     if counts.pending + counts.running == 0 || !self.wait_for_others {
                         break;
                     }
@@ -184,7 +189,7 @@ impl Worker {
                 tracing::warn!(batch = %self.batch_id, row, %why, "row given back");
                 // Given back now: it is tried again (here or by another worker) rather
                 // than held until this worker stops.
-                if let Err(e) = blocking(|| {
+                if let Err(e) = call(self.store.as_ref(), || {
                     self.store
                         .release_rows(&self.batch_id, &self.owner, row.checked_sub(1))
                 }) {
@@ -223,7 +228,7 @@ impl Worker {
                 .collect();
             // Runs first: a row's lease must not outlive its run's.
             for (run_id, stop) in runs {
-                let renewed = blocking(|| {
+                let renewed = call(self.store.as_ref(), || {
                     held.while_held(&run_id, || {
                         self.store.renew_lease(&run_id, &self.owner, self.lease)
                     })
@@ -233,7 +238,7 @@ impl Worker {
                     stop.request(StopReason::Cancelled);
                 }
             }
-            if let Err(e) = blocking(|| {
+            if let Err(e) = call(self.store.as_ref(), || {
                 self.store
                     .renew_rows(&self.batch_id, &self.owner, self.lease)
             }) {
@@ -281,7 +286,7 @@ impl Worker {
             None => {
                 let id = ulid::Ulid::new().to_string();
                 // Tied before it exists: whoever takes the row over finds it.
-                match blocking(|| {
+                match call(self.store.as_ref(), || {
                     self.store
                         .assign_row_run(&self.batch_id, row.idx, &self.owner, &id)
                 }) {
@@ -295,7 +300,7 @@ impl Worker {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(run_id.clone(), stop.clone());
         let existing = match row.run_id {
-            Some(_) => blocking(|| self.store.find_run(&run_id)).map(Some),
+            Some(_) => call(self.store.as_ref(), || self.store.find_run(&run_id)).map(Some),
             None => Ok(None),
         };
         let ended = match existing {
@@ -337,7 +342,7 @@ impl Worker {
                 };
             }
         };
-        let events = match blocking(|| self.store.events(&run_id)) {
+        let events = match call(self.store.as_ref(), || self.store.events(&run_id)) {
             Ok(ev) => ev,
             Err(e) => return Outcome::Left(e.to_string()),
         };
@@ -380,7 +385,7 @@ impl Worker {
             passed,
             result: serde_json::to_value(&result).unwrap_or(Value::Null),
         };
-        match blocking(|| {
+        match call(self.store.as_ref(), || {
             self.store
                 .finish_row(&self.batch_id, row.idx, &self.owner, &end)
         }) {

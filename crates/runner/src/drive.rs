@@ -13,9 +13,9 @@ use canvas_pyrt::Object;
 use canvas_store::{Checkpointer, RunRecord, RunStatus, Store, StoreError, TurnEnd, TurnKind};
 use serde_json::Value;
 
-use super::blocking;
 use super::plan::{Plan, plan};
 use super::sink::StoreSink;
+use canvas_store::call;
 
 /// How often a run held by another holder is tried again.
 const LEASE_POLL: std::time::Duration = std::time::Duration::from_millis(200);
@@ -235,7 +235,7 @@ impl Drive<'_> {
         stop: &StopSignal,
     ) -> Result<Ended, DriveError> {
         let inputs = Value::Object(request.inputs.clone());
-        let turn = blocking(|| {
+        let turn = call(self.store, || {
             self.store
                 .create_run_with_turn(record, request.kind, &request.query, &inputs)
         })?;
@@ -246,7 +246,15 @@ impl Drive<'_> {
         };
         let fresh = self.canvas.fresh_state();
         let out = self
-            .turns(&record.id, Checkpointer::new(), fresh, next, forms, stop)
+            .turns(
+                &record.id,
+                Checkpointer::new(),
+                fresh,
+                next,
+                forms,
+                stop,
+                true,
+            )
             .await;
         self.give_lease(&record.id);
         out
@@ -274,7 +282,7 @@ impl Drive<'_> {
         stop: &StopSignal,
     ) -> Result<Ended, DriveError> {
         // Read again under the lease: the holder before may have moved it on.
-        let (record, checkpoints, planned) = blocking(|| -> Result<_, DriveError> {
+        let (record, checkpoints, planned) = call(self.store, || -> Result<_, DriveError> {
             let record = self.store.find_run(&record.id)?;
             let checkpoints = self.store.load_checkpoint(&record.id)?;
             let planned = plan(self.store, &record, checkpoints.state())?;
@@ -293,7 +301,7 @@ impl Drive<'_> {
                 Next::Turn(TurnRequest::answer(answers))
             }
         };
-        self.turns(&record.id, checkpoints, state, next, forms, stop)
+        self.turns(&record.id, checkpoints, state, next, forms, stop, false)
             .await
     }
 
@@ -305,12 +313,14 @@ impl Drive<'_> {
         };
         let deadline = std::time::Instant::now() + lease.ttl + LEASE_GRACE;
         loop {
-            if blocking(|| self.store.acquire_lease(run_id, &lease.owner, lease.ttl))? {
+            if call(self.store, || {
+                self.store.acquire_lease(run_id, &lease.owner, lease.ttl)
+            })? {
                 lease.held.lock().insert(run_id.to_string());
                 return Ok(());
             }
             if !wait || std::time::Instant::now() >= deadline {
-                let owner = blocking(|| self.store.lease_owner(run_id))
+                let owner = call(self.store, || self.store.lease_owner(run_id))
                     .ok()
                     .flatten()
                     .unwrap_or_else(|| "unknown".into());
@@ -328,11 +338,15 @@ impl Drive<'_> {
             // Not renewed from here on (before the release: see `HeldRuns::while_held`).
             lease.held.lock().remove(run_id);
             // Failing to let go only delays the next holder until the lease expires.
-            let _ = blocking(|| self.store.release_lease(run_id, &lease.owner));
+            let _ = call(self.store, || {
+                self.store.release_lease(run_id, &lease.owner)
+            });
         }
     }
 
     /// Run `next`, then answer the forms the run reaches while `forms` has answers.
+    /// `running`: the run is stored as running already (just created).
+    #[allow(clippy::too_many_arguments)]
     async fn turns(
         &self,
         run_id: &str,
@@ -341,22 +355,25 @@ impl Drive<'_> {
         mut next: Next,
         forms: &mut dyn Forms,
         stop: &StopSignal,
+        mut running: bool,
     ) -> Result<Ended, DriveError> {
         loop {
             let (turn, request) = match next {
                 Next::Turn(request) => {
                     let inputs = Value::Object(request.inputs.clone());
-                    let n = blocking(|| {
+                    let n = call(self.store, || {
                         self.store
                             .begin_turn(run_id, request.kind, &request.query, &inputs)
                     })?;
                     (n, request)
                 }
                 Next::Continue { turn, again } => {
-                    blocking(|| {
-                        self.store
-                            .set_status(run_id, RunStatus::Running, None, None)
-                    })?;
+                    if !running {
+                        call(self.store, || {
+                            self.store
+                                .set_status(run_id, RunStatus::Running, None, None)
+                        })?;
+                    }
                     // From a checkpoint the engine takes the request from the cursor.
                     let request = again.unwrap_or(TurnRequest {
                         kind: TurnKind::Next,
@@ -366,6 +383,7 @@ impl Drive<'_> {
                     (turn, request)
                 }
             };
+            running = false;
             let cfg = RunConfig {
                 run_id: run_id.to_string(),
                 resume: request.kind == TurnKind::Answer,

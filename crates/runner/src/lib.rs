@@ -2,8 +2,9 @@
 //! run ([`Drive`]), what continuing a stored run means ([`plan()`]), and the sink that
 //! stores a turn's events and checkpoints through the store's writer ([`StoreSink`]).
 //!
-//! The store is blocking; calls to it from a run's task go through [`blocking`], so a
-//! slow store (a networked one) never stalls the runtime's other runs.
+//! The store is blocking; calls to it from a run's task go through
+//! [`canvas_store::call`]: a local file's are made in place, a networked store's hand the
+//! thread's other runs over first, so they never stall.
 
 pub mod drive;
 pub mod plan;
@@ -14,10 +15,6 @@ pub use drive::{
 };
 pub use plan::{Plan, plan};
 pub use sink::StoreSink;
-
-/// Call the blocking store from async code (the store owns how: it must know such a
-/// call from one made straight from a task).
-pub use canvas_store::blocking;
 
 /// A component's error on one line, for the `error:` line (the whole text stays in the
 /// stored events): a Python traceback's last line says what went wrong, any other text's

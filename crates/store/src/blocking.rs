@@ -31,6 +31,18 @@ pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
+/// Call `store` from async code: a store whose calls are quick
+/// ([`Store::calls_are_quick`](crate::Store::calls_are_quick), a local file) is called in
+/// place (handing the thread over costs more than such a call); any other through
+/// [`blocking`].
+pub fn call<T>(store: &dyn crate::Store, f: impl FnOnce() -> T) -> T {
+    if store.calls_are_quick() {
+        f()
+    } else {
+        blocking(f)
+    }
+}
+
 /// True while this thread runs inside [`blocking`]'s `block_in_place`.
 pub(crate) fn in_blocking_section() -> bool {
     IN_SECTION.with(Cell::get)

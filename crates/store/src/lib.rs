@@ -45,7 +45,7 @@ use sha2::{Digest, Sha256};
 pub use batch::{
     BatchRecord, BatchRow, Batches, ClaimedRow, RowCounts, RowEnd, RowSpec, RowStatus,
 };
-pub use blocking::blocking;
+pub use blocking::{blocking, call};
 pub use checkpoint::{CheckpointWrite, Checkpointer};
 pub use chunk::EventChunk;
 pub use delta::{CursorDelta, Delta, apply, diff};
@@ -462,8 +462,15 @@ fn postgres_fault(e: &::postgres::Error) -> Fault {
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// Durable storage of runs, their events and checkpoints, and of batches of runs (SQLite
-/// or PostgreSQL). Calls block: from async code, make them through [`blocking`].
+/// or PostgreSQL). Calls block: from async code, make them through [`call`] (or
+/// [`blocking`]).
 pub trait Store: Batches + Send + Sync {
+    /// Whether its calls return in microseconds (a local file): async code then makes
+    /// them in place rather than hand its thread's tasks over first ([`call`]).
+    fn calls_are_quick(&self) -> bool {
+        false
+    }
+
     /// Insert a new run.
     fn create_run(&self, rec: &RunRecord) -> Result<()>;
     /// Insert a new run and record its first turn, in one transaction (so a run never
