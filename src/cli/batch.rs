@@ -139,7 +139,7 @@ struct BatchOptions {
 
 /// Run `canvas batch`.
 pub fn exec(mut args: BatchArgs) -> Result<u8, CliError> {
-    let store: Arc<dyn Store> = Arc::new(args.store.open()?);
+    let store: Arc<dyn Store> = Arc::from(args.store.open()?);
     let (batch, canvas) = match args.resume.clone() {
         Some(id) => resume_batch(&mut args, store.as_ref(), &id)?,
         None => new_batch(&args, store.as_ref())?,
@@ -480,6 +480,7 @@ fn print_summary(
                 "summary": s,
                 "passed": s.passed(),
                 "interrupted": ended.interrupted,
+                "finished_here": ended.finished,
                 "seconds": took.as_secs_f64(),
                 "results": args.output.as_ref().map(|p| p.display().to_string()),
             });

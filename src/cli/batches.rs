@@ -10,7 +10,7 @@ use super::CliError;
 use super::opts::StoreOpts;
 use super::runs::{local_time, output_result, write_stdout};
 use canvas_batch::Summary;
-use canvas_store::{BatchRecord, Batches, RowCounts, Store};
+use canvas_store::{BatchRecord, RowCounts, Store};
 
 /// Output formats of `canvas batches`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -63,7 +63,7 @@ pub fn exec(args: BatchesArgs) -> Result<u8, CliError> {
         }
         BatchesFormat::Table => {
             if batches.is_empty() {
-                eprintln!("no batches in {}", args.store.path().display());
+                eprintln!("no batches in {}", args.store.location()?);
                 return Ok(super::exit::OK);
             }
             let text = canvas_ui::visible(&table(&batches)).into_owned();

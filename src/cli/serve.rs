@@ -120,7 +120,7 @@ impl Canvases for Compiler {
 /// Run `canvas serve`.
 pub fn exec(args: ServeArgs) -> Result<u8, CliError> {
     let keys = api_keys(&args)?;
-    let store: Arc<dyn Store> = Arc::new(args.store.open()?);
+    let store: Arc<dyn Store> = Arc::from(args.store.open()?);
     let models = Arc::new(args.models.setup()?);
     let served = served(&args, &models)?;
     let tools = Arc::new(args.tools.env(args.models.llm_config())?);

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::CliError;
 use super::opts::StoreOpts;
 use super::runs::{RunJson, human_bytes, local_time, runs_word, write_stdout};
-use canvas_store::{Batches, RunRecord, RunStatus, Store};
+use canvas_store::{RunRecord, RunStatus};
 
 /// Output formats of `canvas show`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -51,7 +51,7 @@ pub fn exec(args: ShowArgs) -> Result<u8, CliError> {
     if let Err(e) = &found {
         if let Some(store) = args.store.open_existing().ok().flatten() {
             if let Ok(batch) = store.find_batch(&args.run_id) {
-                return super::batches::show(&store, &batch, args.format == ShowFormat::Json);
+                return super::batches::show(&*store, &batch, args.format == ShowFormat::Json);
             }
         }
         tracing::debug!(error = %e.message, "not a run nor a batch");
@@ -74,7 +74,7 @@ pub fn exec(args: ShowArgs) -> Result<u8, CliError> {
         ShowFormat::Text => {
             let store = format!(
                 "{} ({}, {})",
-                args.store.path().display(),
+                args.store.location()?,
                 human_bytes(size.bytes),
                 runs_word(size.runs)
             );

@@ -3,6 +3,7 @@
 mod agent_tools;
 mod batch;
 mod batch_crash;
+mod batch_pg;
 mod canvases;
 mod catalogue;
 mod chat;
@@ -30,6 +31,7 @@ mod mcp;
 mod migrate;
 mod models;
 mod peer;
+mod postgres;
 mod prune;
 mod readme;
 mod refuse;

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use canvas_engine::{Canvas, RunConfig, StopReason, StopSignal};
 use canvas_runner::{
-    Drive, DriveError, Ended, GivenAnswers, Lease, TurnRequest, blocking, error_line,
+    Drive, DriveError, Ended, GivenAnswers, HeldRuns, Lease, TurnRequest, error_line,
 };
+use canvas_store::call;
 use canvas_store::writer::WriterHandle;
 use canvas_store::{
     ClaimedRow, RowEnd, RowStatus, RunRecord, RunStatus, Store, StoreError, TurnKind,
@@ -100,10 +101,13 @@ impl Worker {
         progress: Arc<dyn Fn(Progress) + Send + Sync>,
     ) -> Result<WorkerEnd, BatchError> {
         let active: Arc<Mutex<HashMap<String, StopSignal>>> = Arc::default();
-        let renewer = tokio::spawn(Arc::clone(&self).renew(Arc::clone(&active)));
-        let out = self.work(&active, progress).await;
+        let held = HeldRuns::default();
+        let renewer = tokio::spawn(Arc::clone(&self).renew(Arc::clone(&active), held.clone()));
+        let out = self.work(&active, &held, progress).await;
         renewer.abort();
-        let released = blocking(|| self.store.release_rows(&self.batch_id, &self.owner, None));
+        let released = call(self.store.as_ref(), || {
+            self.store.release_rows(&self.batch_id, &self.owner, None)
+        });
         let mut end = out?;
         end.released = released?;
         Ok(end)
@@ -112,6 +116,7 @@ impl Worker {
     async fn work(
         self: &Arc<Self>,
         active: &Arc<Mutex<HashMap<String, StopSignal>>>,
+        held: &HeldRuns,
         progress: Arc<dyn Fn(Progress) + Send + Sync>,
     ) -> Result<WorkerEnd, BatchError> {
         let mut end = WorkerEnd::default();
@@ -124,7 +129,7 @@ impl Worker {
             }
             if running.len() < concurrency {
                 let want = concurrency - running.len();
-                let claimed = blocking(|| {
+                let claimed = call(self.store.as_ref(), || {
                     self.store
                         .claim_rows(&self.batch_id, &self.owner, want, self.lease)
                 })?;
@@ -132,13 +137,16 @@ impl Worker {
                 for row in claimed {
                     let me = Arc::clone(self);
                     let active = Arc::clone(active);
+                    let held = held.clone();
                     running.spawn(async move {
                         let n = row.idx + 1;
-                        (n, me.row(row, &active).await)
+                        (n, me.row(row, &active, held).await)
                     });
                 }
                 if none && running.is_empty() {
-                    let counts = blocking(|| self.store.row_counts(&self.batch_id))?;
+                    let counts = call(self.store.as_ref(), || {
+                        self.store.row_counts(&self.batch_id)
+                    })?;
                     if counts.pending + counts.running == 0 || !self.wait_for_others {
                         break;
                     }
@@ -181,7 +189,7 @@ impl Worker {
                 tracing::warn!(batch = %self.batch_id, row, %why, "row given back");
                 // Given back now: it is tried again (here or by another worker) rather
                 // than held until this worker stops.
-                if let Err(e) = blocking(|| {
+                if let Err(e) = call(self.store.as_ref(), || {
                     self.store
                         .release_rows(&self.batch_id, &self.owner, row.checked_sub(1))
                 }) {
@@ -201,7 +209,13 @@ impl Worker {
 
     /// Renew the leases of the rows and runs under way, every third of their lifetime;
     /// a run whose lease another process took is cancelled (it is that process's now).
-    async fn renew(self: Arc<Self>, active: Arc<Mutex<HashMap<String, StopSignal>>>) {
+    /// Only runs whose lease a row's drive has taken are renewed: one still waiting for
+    /// another holder's lease, or not stored yet, is not ours to lose.
+    async fn renew(
+        self: Arc<Self>,
+        active: Arc<Mutex<HashMap<String, StopSignal>>>,
+        held: HeldRuns,
+    ) {
         let every = (self.lease / 3).max(Duration::from_millis(50));
         loop {
             tokio::time::sleep(every).await;
@@ -209,15 +223,22 @@ impl Worker {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .iter()
+                .filter(|(k, _)| held.contains(k))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             // Runs first: a row's lease must not outlive its run's.
             for (run_id, stop) in runs {
-                if blocking(|| self.store.renew_lease(&run_id, &self.owner, self.lease)).is_err() {
+                let renewed = call(self.store.as_ref(), || {
+                    held.while_held(&run_id, || {
+                        self.store.renew_lease(&run_id, &self.owner, self.lease)
+                    })
+                });
+                if let Some(Err(e)) = renewed {
+                    tracing::warn!(batch = %self.batch_id, run = %run_id, error = %e, "the run's lease was lost");
                     stop.request(StopReason::Cancelled);
                 }
             }
-            if let Err(e) = blocking(|| {
+            if let Err(e) = call(self.store.as_ref(), || {
                 self.store
                     .renew_rows(&self.batch_id, &self.owner, self.lease)
             }) {
@@ -227,7 +248,12 @@ impl Worker {
     }
 
     /// Run one claimed row to its end.
-    async fn row(&self, row: ClaimedRow, active: &Mutex<HashMap<String, StopSignal>>) -> Outcome {
+    async fn row(
+        &self,
+        row: ClaimedRow,
+        active: &Mutex<HashMap<String, StopSignal>>,
+        held: HeldRuns,
+    ) -> Outcome {
         let started = Instant::now();
         let n = row.idx + 1;
         let ask: RowAsk = match serde_json::from_value(row.spec.clone()) {
@@ -245,6 +271,7 @@ impl Worker {
         let lease = Lease {
             owner: self.owner.clone(),
             ttl: self.lease,
+            held,
         };
         let drive = Drive {
             canvas: &self.canvas,
@@ -260,7 +287,7 @@ impl Worker {
             None => {
                 let id = ulid::Ulid::new().to_string();
                 // Tied before it exists: whoever takes the row over finds it.
-                match blocking(|| {
+                match call(self.store.as_ref(), || {
                     self.store
                         .assign_row_run(&self.batch_id, row.idx, &self.owner, &id)
                 }) {
@@ -274,7 +301,7 @@ impl Worker {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(run_id.clone(), stop.clone());
         let existing = match row.run_id {
-            Some(_) => blocking(|| self.store.find_run(&run_id)).map(Some),
+            Some(_) => call(self.store.as_ref(), || self.store.find_run(&run_id)).map(Some),
             None => Ok(None),
         };
         let ended = match existing {
@@ -316,7 +343,7 @@ impl Worker {
                 };
             }
         };
-        let events = match blocking(|| self.store.events(&run_id)) {
+        let events = match call(self.store.as_ref(), || self.store.events(&run_id)) {
             Ok(ev) => ev,
             Err(e) => return Outcome::Left(e.to_string()),
         };
@@ -359,7 +386,7 @@ impl Worker {
             passed,
             result: serde_json::to_value(&result).unwrap_or(Value::Null),
         };
-        match blocking(|| {
+        match call(self.store.as_ref(), || {
             self.store
                 .finish_row(&self.batch_id, row.idx, &self.owner, &end)
         }) {

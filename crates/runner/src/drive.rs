@@ -3,6 +3,9 @@
 //! reaches for as long as [`Forms`] has them. Everything a turn does is stored through
 //! a [`StoreSink`]; what this returns is how the run stands.
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
 use canvas_engine::{
     Canvas, Outcome, RunConfig, RunError, RunState, StopReason, StopSignal, run_turn,
 };
@@ -10,9 +13,9 @@ use canvas_pyrt::Object;
 use canvas_store::{Checkpointer, RunRecord, RunStatus, Store, StoreError, TurnEnd, TurnKind};
 use serde_json::Value;
 
-use super::blocking;
 use super::plan::{Plan, plan};
 use super::sink::{Observer, StoreSink};
+use canvas_store::call;
 
 /// How often a run held by another holder is tried again.
 const LEASE_POLL: std::time::Duration = std::time::Duration::from_millis(200);
@@ -168,7 +171,8 @@ pub enum DriveError {
     },
 }
 
-/// The lease a [`Drive`] holds on the run it drives (renewing it is the caller's).
+/// The lease a [`Drive`] holds on the run it drives (renewing it is the caller's: the
+/// runs to renew are those in `held`).
 #[derive(Debug, Clone)]
 pub struct Lease {
     /// The holder's name ([`canvas_store::lease_holder`]).
@@ -176,6 +180,34 @@ pub struct Lease {
     /// How long a taken lease lasts; a run held by another holder is waited for about
     /// this long (its lease may be about to expire), then given up on.
     pub ttl: std::time::Duration,
+    /// The runs whose lease a [`Drive`] of this holder has taken and not let go of.
+    pub held: HeldRuns,
+}
+
+/// The runs a holder holds the lease of, as its [`Drive`]s take and let go of them: what
+/// the holder renews. A run still waiting for another holder's lease, or not stored yet,
+/// is not in it (a failed renewal of it means nothing).
+#[derive(Debug, Clone, Default)]
+pub struct HeldRuns(Arc<Mutex<HashSet<String>>>);
+
+impl HeldRuns {
+    fn lock(&self) -> MutexGuard<'_, HashSet<String>> {
+        // A set of ids, consistent whenever the lock is free.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Run `f` (a renewal of `run_id`'s lease) if the run is held, with no [`Drive`]
+    /// letting go of it meanwhile (a lease renewed just after its release would be taken
+    /// again); `None` when it is not held.
+    pub fn while_held<T>(&self, run_id: &str, f: impl FnOnce() -> T) -> Option<T> {
+        let held = self.lock();
+        held.contains(run_id).then(f)
+    }
+
+    /// Whether the run is held.
+    pub fn contains(&self, run_id: &str) -> bool {
+        self.lock().contains(run_id)
+    }
 }
 
 /// The turns of stored runs of one canvas, with one configuration.
@@ -205,7 +237,7 @@ impl Drive<'_> {
         stop: &StopSignal,
     ) -> Result<Ended, DriveError> {
         let inputs = Value::Object(request.inputs.clone());
-        let turn = blocking(|| {
+        let turn = call(self.store, || {
             self.store
                 .create_run_with_turn(record, request.kind, &request.query, &inputs)
         })?;
@@ -216,7 +248,15 @@ impl Drive<'_> {
         };
         let fresh = self.canvas.fresh_state();
         let out = self
-            .turns(&record.id, Checkpointer::new(), fresh, next, forms, stop)
+            .turns(
+                &record.id,
+                Checkpointer::new(),
+                fresh,
+                next,
+                forms,
+                stop,
+                true,
+            )
             .await;
         self.give_lease(&record.id);
         out
@@ -244,7 +284,7 @@ impl Drive<'_> {
         stop: &StopSignal,
     ) -> Result<Ended, DriveError> {
         // Read again under the lease: the holder before may have moved it on.
-        let (record, checkpoints, planned) = blocking(|| -> Result<_, DriveError> {
+        let (record, checkpoints, planned) = call(self.store, || -> Result<_, DriveError> {
             let record = self.store.find_run(&record.id)?;
             let checkpoints = self.store.load_checkpoint(&record.id)?;
             let planned = plan(self.store, &record, checkpoints.state())?;
@@ -263,7 +303,7 @@ impl Drive<'_> {
                 Next::Turn(TurnRequest::answer(answers))
             }
         };
-        self.turns(&record.id, checkpoints, state, next, forms, stop)
+        self.turns(&record.id, checkpoints, state, next, forms, stop, false)
             .await
     }
 
@@ -278,8 +318,8 @@ impl Drive<'_> {
     }
 
     /// Take the run's lease, when this drive holds one, waiting at most `patience` for
-    /// another holder to let go (or its lease to run out);
-    /// [`DriveError::Leased`] when it does not.
+    /// another holder to let go (or its lease to run out); [`DriveError::Leased`] when
+    /// it does not.
     pub async fn acquire(
         &self,
         run_id: &str,
@@ -290,11 +330,14 @@ impl Drive<'_> {
         };
         let deadline = std::time::Instant::now() + patience;
         loop {
-            if blocking(|| self.store.acquire_lease(run_id, &lease.owner, lease.ttl))? {
+            if call(self.store, || {
+                self.store.acquire_lease(run_id, &lease.owner, lease.ttl)
+            })? {
+                lease.held.lock().insert(run_id.to_string());
                 return Ok(());
             }
             if std::time::Instant::now() >= deadline {
-                let owner = blocking(|| self.store.lease_owner(run_id))
+                let owner = call(self.store, || self.store.lease_owner(run_id))
                     .ok()
                     .flatten()
                     .unwrap_or_else(|| "unknown".into());
@@ -303,7 +346,8 @@ impl Drive<'_> {
                     owner,
                 });
             }
-            tokio::time::sleep(LEASE_POLL).await;
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            tokio::time::sleep(LEASE_POLL.min(left)).await;
         }
     }
 
@@ -315,7 +359,7 @@ impl Drive<'_> {
     /// Where the run stands, read under the lease the caller holds: its record, its
     /// checkpoints and what continuing it means.
     pub fn stand(&self, run_id: &str) -> Result<(RunRecord, Checkpointer, Plan), DriveError> {
-        blocking(|| {
+        call(self.store, || {
             let record = self.store.find_run(run_id)?;
             let checkpoints = self.store.load_checkpoint(run_id)?;
             let planned = match record.turns {
@@ -342,18 +386,24 @@ impl Drive<'_> {
             .state()
             .cloned()
             .unwrap_or_else(|| self.canvas.fresh_state());
-        self.turns(run_id, checkpoints, state, next, forms, stop)
+        self.turns(run_id, checkpoints, state, next, forms, stop, false)
             .await
     }
 
     fn give_lease(&self, run_id: &str) {
         if let Some(lease) = self.lease {
+            // Not renewed from here on (before the release: see `HeldRuns::while_held`).
+            lease.held.lock().remove(run_id);
             // Failing to let go only delays the next holder until the lease expires.
-            let _ = blocking(|| self.store.release_lease(run_id, &lease.owner));
+            let _ = call(self.store, || {
+                self.store.release_lease(run_id, &lease.owner)
+            });
         }
     }
 
     /// Run `next`, then answer the forms the run reaches while `forms` has answers.
+    /// `running`: the run is stored as running already (just created).
+    #[allow(clippy::too_many_arguments)]
     async fn turns(
         &self,
         run_id: &str,
@@ -362,22 +412,25 @@ impl Drive<'_> {
         mut next: Next,
         forms: &mut dyn Forms,
         stop: &StopSignal,
+        mut running: bool,
     ) -> Result<Ended, DriveError> {
         loop {
             let (turn, request) = match next {
                 Next::Turn(request) => {
                     let inputs = Value::Object(request.inputs.clone());
-                    let n = blocking(|| {
+                    let n = call(self.store, || {
                         self.store
                             .begin_turn(run_id, request.kind, &request.query, &inputs)
                     })?;
                     (n, request)
                 }
                 Next::Continue { turn, again } => {
-                    blocking(|| {
-                        self.store
-                            .set_status(run_id, RunStatus::Running, None, None)
-                    })?;
+                    if !running {
+                        call(self.store, || {
+                            self.store
+                                .set_status(run_id, RunStatus::Running, None, None)
+                        })?;
+                    }
                     // From a checkpoint the engine takes the request from the cursor.
                     let request = again.unwrap_or(TurnRequest {
                         kind: TurnKind::Next,
@@ -387,6 +440,7 @@ impl Drive<'_> {
                     (turn, request)
                 }
             };
+            running = false;
             let cfg = RunConfig {
                 run_id: run_id.to_string(),
                 resume: request.kind == TurnKind::Answer,

@@ -2,29 +2,19 @@
 //! run ([`Drive`]), what continuing a stored run means ([`plan()`]), and the sink that
 //! stores a turn's events and checkpoints through the store's writer ([`StoreSink`]).
 //!
-//! The store is blocking; calls to it from a run's task go through [`blocking`], so a
-//! slow store (a networked one) never stalls the runtime's other runs.
+//! The store is blocking; calls to it from a run's task go through
+//! [`canvas_store::call`]: a local file's are made in place, a networked store's hand the
+//! thread's other runs over first, so they never stall.
 
 pub mod drive;
 pub mod plan;
 pub mod sink;
 
 pub use drive::{
-    Drive, DriveError, Ended, Forms, GivenAnswers, Lease, Next, NoAnswers, TurnRequest,
+    Drive, DriveError, Ended, Forms, GivenAnswers, HeldRuns, Lease, Next, NoAnswers, TurnRequest,
 };
 pub use plan::{Plan, plan};
 pub use sink::{Observer, StoreSink};
-
-/// Run `f`, a blocking call (the store), from async code: on a multi-thread runtime the
-/// thread hands its other tasks over first; elsewhere it simply runs.
-pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
-        }
-        _ => f(),
-    }
-}
 
 /// A component's error on one line, for the `error:` line (the whole text stays in the
 /// stored events): a Python traceback's last line says what went wrong, any other text's

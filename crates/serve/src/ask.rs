@@ -15,11 +15,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use canvas_engine::{RunConfig, StopReason, StopSignal};
+use canvas_engine::{Canvas, RunConfig, StopReason, StopSignal};
 use canvas_pyrt::Object;
-use canvas_runner::{
-    Drive, DriveError, Ended, Forms, GivenAnswers, Lease, Next, Plan, TurnRequest, blocking,
-};
+use canvas_runner::{Drive, DriveError, Ended, Forms, GivenAnswers, Next, Plan, TurnRequest};
 use canvas_store::{RunRecord, RunStatus, TurnKind};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -84,14 +82,14 @@ impl App {
         };
         let canvas = self.compiled(&run.source, &run.canvas_hash, &run.canvas)?;
         let stop = StopSignal::new();
-        self.claim(&run.id, &stop).await?;
+        self.claim(&canvas, &run.id, &stop).await?;
         let (tx, rx) = mpsc::unbounded_channel();
         let me = Arc::clone(self);
         let user = q.user_id.clone().unwrap_or_else(|| sess.user_id.clone());
         let run_id = run.id.clone();
         tokio::spawn(async move {
             let out = me.answer(&canvas, &run, q, user, &tx, &stop).await;
-            me.let_go(&run.id);
+            me.let_go(&canvas, &run.id);
             if let Err(e) = &out {
                 tracing::warn!(session = %run.id, error = %e, "a question failed");
             }
@@ -102,7 +100,7 @@ impl App {
 
     /// Why a session id matches nothing here.
     fn why_not_found(&self, id: &str) -> Result<ApiError, ApiError> {
-        Ok(match blocking(|| self.store().session(id))? {
+        Ok(match self.call(|st| st.session(id))? {
             Some(_) => ApiError::operating("Session does not belong to the requested agent."),
             None => ApiError::data("Session not found!"),
         })
@@ -110,7 +108,12 @@ impl App {
 
     /// Take the session: not run by another request here, and its lease ours; each
     /// waited for at most the busy wait.
-    async fn claim(&self, run_id: &str, stop: &StopSignal) -> Result<(), ApiError> {
+    async fn claim(
+        &self,
+        canvas: &Canvas,
+        run_id: &str,
+        stop: &StopSignal,
+    ) -> Result<(), ApiError> {
         let deadline = Instant::now() + self.settings.busy_wait;
         loop {
             {
@@ -125,46 +128,50 @@ impl App {
             }
             tokio::time::sleep(BUSY_POLL).await;
         }
-        loop {
-            let took = blocking(|| {
-                self.store()
-                    .acquire_lease(run_id, &self.owner, self.settings.lease)
-            });
-            match took {
-                Ok(true) => return Ok(()),
-                Ok(false) if Instant::now() < deadline => {
-                    tokio::time::sleep(BUSY_POLL).await;
-                }
-                Ok(false) => {
-                    self.active().remove(run_id);
-                    return Err(busy(run_id));
-                }
-                Err(e) => {
-                    self.active().remove(run_id);
-                    return Err(e.into());
-                }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self
+            .drive(canvas, &self.deps.config, None)
+            .acquire(run_id, left)
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.active().remove(run_id);
+                Err(match e {
+                    DriveError::Leased { .. } => busy(run_id),
+                    other => ApiError::exception(other.to_string()),
+                })
             }
         }
     }
 
     /// Give the session up: its lease, and its place among those running here.
-    fn let_go(&self, run_id: &str) {
-        // Failing to let go only delays the next holder until the lease expires.
-        let _ = blocking(|| self.store().release_lease(run_id, &self.owner));
+    fn let_go(&self, canvas: &Canvas, run_id: &str) {
+        self.drive(canvas, &self.deps.config, None).release(run_id);
         self.active().remove(run_id);
     }
 
-    fn lease(&self) -> Lease {
-        Lease {
-            owner: self.owner.clone(),
-            ttl: self.settings.lease,
+    /// A drive of `canvas` under this process's lease.
+    fn drive<'a>(
+        &'a self,
+        canvas: &'a Canvas,
+        config: &'a RunConfig,
+        observer: Option<canvas_runner::Observer>,
+    ) -> Drive<'a> {
+        Drive {
+            canvas,
+            store: self.store(),
+            writer: &self.deps.writer,
+            config,
+            lease: Some(&self.lease),
+            observer,
         }
     }
 
     /// Answer `q` on the session `run` (its lease held), sending events to `tx`.
     async fn answer(
         &self,
-        canvas: &canvas_engine::Canvas,
+        canvas: &Canvas,
         run: &RunRecord,
         q: Question,
         user: String,
@@ -184,15 +191,7 @@ impl App {
             files: Some(q.files.clone()).filter(|f| !f.is_empty()),
             ..self.deps.config.clone()
         };
-        let lease = self.lease();
-        let drive = Drive {
-            canvas,
-            store: self.store(),
-            writer: &self.deps.writer,
-            config: &config,
-            lease: Some(&lease),
-            observer: Some(observer),
-        };
+        let drive = self.drive(canvas, &config, Some(observer));
         let timer = {
             let stop = stop.clone();
             let after = self.settings.timeout;
@@ -209,7 +208,7 @@ impl App {
     async fn turns(
         &self,
         drive: &Drive<'_>,
-        canvas: &canvas_engine::Canvas,
+        canvas: &Canvas,
         run: &RunRecord,
         q: Question,
         tx: &mpsc::UnboundedSender<Out>,
@@ -228,10 +227,10 @@ impl App {
         };
         match planned {
             Plan::Run(next) => {
-                let stopped = blocking(|| self.store().last_turn(&rec.id))?;
+                let stopped = self.call(|st| st.last_turn(&rec.id))?;
                 if let Some(t) = &stopped {
                     // The stopped turn's stream so far: the answer comes whole.
-                    for line in blocking(|| self.store().events_of_turn(&rec.id, t.turn))? {
+                    for line in self.call(|st| st.events_of_turn(&rec.id, t.turn))? {
                         let _ = tx.send(Out::Line(line));
                     }
                 }
@@ -258,7 +257,7 @@ impl App {
                 let answers = ended.form.as_ref().and_then(|f| forms.answer(f));
                 let Some(answers) = answers else {
                     // Not answered: the form again, as the turn that stopped there ended.
-                    let last = blocking(|| self.store().events_of_turn(&rec.id, rec.turns))?;
+                    let last = self.call(|st| st.events_of_turn(&rec.id, rec.turns))?;
                     if let Some(line) = last.last() {
                         let _ = tx.send(Out::Line(line.clone()));
                     }

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use canvas_pyrt::Object;
-use canvas_runner::blocking;
 use canvas_store::{AgentChange, AgentRecord, StoreError, canvas_hash};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -101,7 +100,7 @@ impl App {
     /// Every agent: the served files, then the stored ones.
     pub(crate) fn agents(&self) -> Result<Vec<Agent>, ApiError> {
         let mut all: Vec<Agent> = self.deps.served.iter().map(Agent::of_file).collect();
-        let stored = blocking(|| self.store().agents())?;
+        let stored = self.call(|st| st.agents())?;
         all.extend(stored.into_iter().map(Agent::of_record));
         Ok(all)
     }
@@ -111,7 +110,7 @@ impl App {
         if let Some(f) = self.deps.served.iter().find(|f| f.id == id) {
             return Ok(Some(Agent::of_file(f)));
         }
-        Ok(blocking(|| self.store().agent(id))?.map(Agent::of_record))
+        Ok(self.call(|st| st.agent(id))?.map(Agent::of_record))
     }
 
     /// A canvas given to the API: checked and compiled, as JSON text.
@@ -228,7 +227,7 @@ pub(crate) async fn create(State(app): State<Arc<App>>, JsonBody(req): JsonBody)
         created_at: t,
         updated_at: t,
     };
-    blocking(|| app.store().create_agent(&rec)).map_err(duplicate)?;
+    app.call(|st| st.create_agent(&rec)).map_err(duplicate)?;
     tracing::info!(agent = %rec.id, title = %rec.title, "agent created");
     Ok(ok_json(Value::Bool(true)))
 }
@@ -257,14 +256,15 @@ pub(crate) async fn update(
         description: opt_str(&req, "description")?,
         dsl,
     };
-    blocking(|| app.store().update_agent(&id, &change)).map_err(duplicate)?;
+    app.call(|st| st.update_agent(&id, &change))
+        .map_err(duplicate)?;
     Ok(ok_json(Value::Bool(true)))
 }
 
 /// `DELETE /api/v1/agents/{agent_id}` (its sessions stay, as runs).
 pub(crate) async fn remove(State(app): State<Arc<App>>, Path(id): Path<String>) -> Reply {
     owned(&app, &id)?;
-    blocking(|| app.store().delete_agent(&id))?;
+    app.call(|st| st.delete_agent(&id))?;
     Ok(ok_json(Value::Bool(true)))
 }
 

@@ -31,7 +31,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use canvas_engine::{Canvas, RunConfig, StopReason, StopSignal};
-use canvas_runner::blocking;
+use canvas_runner::Lease;
 use canvas_store::Store;
 use canvas_store::writer::WriterHandle;
 use serde_json::Value;
@@ -111,8 +111,9 @@ pub enum ServeError {
 pub(crate) struct App {
     settings: Settings,
     deps: Deps,
-    /// This process as a lease holder.
-    owner: String,
+    /// This process's lease on the sessions it runs (their holder, lifetime, and which
+    /// it holds now).
+    lease: Lease,
     /// Compiled canvases by hash (a session runs its stored copy).
     compiled: Mutex<HashMap<String, Arc<Canvas>>>,
     /// Sessions whose turn runs in this process, with their stop signals.
@@ -126,6 +127,12 @@ pub(crate) struct App {
 impl App {
     fn store(&self) -> &dyn Store {
         self.deps.store.as_ref()
+    }
+
+    /// Call the store from async code (in place for a local file, else with the
+    /// thread's other tasks handed over first).
+    fn call<T>(&self, f: impl FnOnce(&dyn Store) -> T) -> T {
+        canvas_store::call(self.store(), || f(self.store()))
     }
 
     /// The compiled canvas of a stored text (cached by hash).
@@ -168,11 +175,11 @@ impl App {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             for (run_id, stop) in runs {
-                let renewed = blocking(|| {
-                    self.store()
-                        .renew_lease(&run_id, &self.owner, self.settings.lease)
+                // Only a lease a drive holds now: one just let go of is not taken again.
+                let renewed = self.lease.held.while_held(&run_id, || {
+                    self.call(|st| st.renew_lease(&run_id, &self.lease.owner, self.lease.ttl))
                 });
-                if let Err(e) = renewed {
+                if let Some(Err(e)) = renewed {
                     tracing::warn!(run_id, error = %e, "a session's lease was lost");
                     stop.request(StopReason::Cancelled);
                 }
@@ -227,13 +234,17 @@ pub async fn serve(
         .map(|k| Sha256::digest(k.as_bytes()).into())
         .collect();
     let app = Arc::new(App {
-        settings,
         deps,
-        owner: canvas_store::lease_holder(),
+        lease: Lease {
+            owner: canvas_store::lease_holder(),
+            ttl: settings.lease,
+            held: Default::default(),
+        },
         compiled: Mutex::default(),
         active: Mutex::default(),
         stopping: AtomicBool::new(false),
         keys,
+        settings,
     });
     let renewer = tokio::spawn(Arc::clone(&app).renew());
     let stopper = Arc::clone(&app);
@@ -293,7 +304,7 @@ fn router(app: Arc<App>) -> Router {
 }
 
 async fn healthz(State(app): State<Arc<App>>) -> Response {
-    let store = blocking(|| app.store().count_runs(None));
+    let store = app.call(|st| st.count_runs(None));
     let stopping = app.stopping.load(Ordering::SeqCst);
     let (status, ok) = match (&store, stopping) {
         (Ok(_), false) => (StatusCode::OK, true),

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use canvas_engine::Canvas;
 use canvas_pyrt::Object;
-use canvas_runner::blocking;
 use canvas_store::{RunRecord, RunStatus, SessionQuery, SessionRecord, StoreError};
 use serde_json::{Value, json};
 
@@ -32,7 +31,7 @@ impl App {
         rec.options = self.deps.options.clone();
         // Compiled (and cached) now: a canvas that cannot run fails here, not later.
         self.compiled(&agent.title, &rec.canvas_hash, &rec.canvas)?;
-        blocking(|| self.store().create_session(&rec, &agent.id, user_id))?;
+        self.call(|st| st.create_session(&rec, &agent.id, user_id))?;
         tracing::info!(session = %rec.id, agent = %agent.id, "session created");
         let sess = SessionRecord {
             run_id: rec.id.clone(),
@@ -49,13 +48,13 @@ impl App {
         agent_id: &str,
         session_id: &str,
     ) -> Result<Option<(SessionRecord, RunRecord)>, ApiError> {
-        let Some(sess) = blocking(|| self.store().session(session_id))? else {
+        let Some(sess) = self.call(|st| st.session(session_id))? else {
             return Ok(None);
         };
         if sess.agent_id != agent_id {
             return Ok(None);
         }
-        match blocking(|| self.store().find_run(&sess.run_id)) {
+        match self.call(|st| st.find_run(&sess.run_id)) {
             Ok(run) => Ok(Some((sess, run))),
             Err(StoreError::NotFound(_)) => Ok(None),
             Err(e) => Err(e.into()),
@@ -72,9 +71,9 @@ impl App {
     ) -> Result<Value, ApiError> {
         let canvas = self.compiled(&run.source, &run.canvas_hash, &run.canvas)?;
         let mut messages = vec![json!({"role": "assistant", "content": prologue(&canvas)})];
-        let turns = blocking(|| self.store().turns(&run.id))?;
+        let turns = self.call(|st| st.turns(&run.id))?;
         for t in &turns {
-            let events = blocking(|| self.store().events_of_turn(&run.id, t.turn))?;
+            let events = self.call(|st| st.events_of_turn(&run.id, t.turn))?;
             let (id, answer) = answer_of(&events);
             messages.push(json!({"role": "user", "content": t.query, "id": id}));
             messages.push(json!({
@@ -194,10 +193,10 @@ pub(crate) async fn list(
         offset: offset as u64,
         limit: limit as u64,
     };
-    let found = blocking(|| app.store().sessions(&agent_id, &query))?;
+    let found = app.call(|st| st.sessions(&agent_id, &query))?;
     let mut out = Vec::with_capacity(found.len());
     for sess in found {
-        let run = match blocking(|| app.store().find_run(&sess.run_id)) {
+        let run = match app.call(|st| st.find_run(&sess.run_id)) {
             Ok(r) => r,
             // Deleted meanwhile.
             Err(StoreError::NotFound(_)) => continue,
@@ -249,7 +248,7 @@ pub(crate) async fn remove(
                 offset: 0,
                 limit: u64::MAX,
             };
-            let found = blocking(|| app.store().sessions(&agent_id, &all))?;
+            let found = app.call(|st| st.sessions(&agent_id, &all))?;
             found.into_iter().map(|s| s.run_id).collect()
         }
         _ => return Ok(ok_empty()),
@@ -270,7 +269,7 @@ pub(crate) async fn remove(
             errors.push(format!("The agent doesn't own the session {id}"));
             continue;
         }
-        if blocking(|| app.store().delete_runs(std::slice::from_ref(id)))? == 0 {
+        if app.call(|st| st.delete_runs(std::slice::from_ref(id)))? == 0 {
             errors.push(format!(
                 "The session {id} is answering a question; try again later"
             ));
@@ -308,6 +307,6 @@ pub(crate) async fn remove_one(
     if app.session_of(&agent_id, &session_id)?.is_none() {
         return Err(ApiError::data("Session not found!"));
     }
-    let n = blocking(|| app.store().delete_runs(std::slice::from_ref(&session_id)))?;
+    let n = app.call(|st| st.delete_runs(std::slice::from_ref(&session_id)))?;
     Ok(ok_json(Value::Bool(n > 0)))
 }

@@ -1,9 +1,13 @@
 //! The durable run store: runs, their turns, checkpoints of their `RunState`, their
-//! event streams, leases (one process runs a run at a time), cancel requests, and the
-//! schema migrations of the file that holds them.
+//! event streams, leases (one process runs a run at a time), cancel requests, batches of
+//! runs ([`batch`]), and the schema migrations of the file that holds them.
 //!
 //! [`Store`] is the seam; [`SqliteStore`] implements it on one SQLite file that many
-//! processes may share. A process running a run plans its checkpoints itself
+//! processes may share, [`PgStore`] on a PostgreSQL database that many machines may
+//! share (`--store postgres://…`: [`Location`]). Both store the same things the same
+//! way (`rows.rs` makes the stored form over each backend's row operations). Store
+//! calls block: async code makes them through [`blocking`] (a PostgreSQL store refuses
+//! a call made straight from a thread driving an async runtime). A process running a run plans its checkpoints itself
 //! ([`Checkpointer`]: deltas from the last one, [`delta`]) and hands them, with the
 //! run's events, to a [`writer`] thread that commits what many runs give it in one
 //! transaction. Events are kept compact ([`EventChunk`]): the payloads, without the
@@ -12,16 +16,22 @@
 pub mod agents;
 pub mod batch;
 mod blobs;
+mod blocking;
 mod checkpoint;
 mod chunk;
 pub mod delta;
 pub mod lease;
+pub mod postgres;
+mod record;
 mod retention;
-mod schema;
+mod rows;
 mod sqlite;
-mod sqlite_agents;
-mod sqlite_batch;
 pub mod writer;
+
+#[cfg(test)]
+mod behaviour;
+#[cfg(test)]
+mod testkit;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -37,13 +47,14 @@ pub use agents::{AgentChange, AgentRecord, Agents, SessionQuery, SessionRecord};
 pub use batch::{
     BatchRecord, BatchRow, Batches, ClaimedRow, RowCounts, RowEnd, RowSpec, RowStatus,
 };
+pub use blocking::{blocking, call};
 pub use checkpoint::{CheckpointWrite, Checkpointer};
 pub use chunk::EventChunk;
 pub use delta::{CursorDelta, Delta, apply, diff};
 pub use lease::holder as lease_holder;
+pub use postgres::{PG_SCHEMA_VERSION, PgStore, PgUrl};
 pub use retention::{AutoVacuum, PruneFilter, Reclaimed, StoreSize};
-pub use schema::SCHEMA_VERSION;
-pub use sqlite::SqliteStore;
+pub use sqlite::{SCHEMA_VERSION, SqliteStore};
 
 /// Where a run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -262,6 +273,32 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    /// PostgreSQL refused an operation (or could not be reached).
+    #[error("{context}: {}", postgres::one_line(.source))]
+    Postgres {
+        /// What the store was doing.
+        context: String,
+        /// The client's or the server's error.
+        #[source]
+        source: ::postgres::Error,
+    },
+    /// A store URL that cannot be used (shown without its password).
+    #[error("invalid store URL {url}: {why}")]
+    BadUrl {
+        /// The URL, its password hidden.
+        url: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A blocking store (PostgreSQL) was called straight from a thread driving an async
+    /// runtime, not through [`blocking`].
+    #[error(
+        "store: called from inside an async runtime, where a blocking PostgreSQL call would stall it (call it through canvas_store::blocking, or from a plain thread)"
+    )]
+    AsyncContext,
+    /// No connection to the server became free in time.
+    #[error("store: {0}")]
+    Busy(String),
     /// No run has this id (or prefix).
     #[error("no run matches \"{0}\"")]
     NotFound(String),
@@ -362,6 +399,7 @@ impl StoreError {
     pub fn fault(&self) -> Fault {
         match self {
             StoreError::Sqlite { source, .. } => sqlite_fault(source),
+            StoreError::Postgres { source, .. } => postgres_fault(source),
             StoreError::NewerSchema { .. } => Fault::Newer,
             StoreError::NotAStore(_) | StoreError::Corrupt(_) | StoreError::Json { .. } => {
                 Fault::Damaged
@@ -377,6 +415,9 @@ impl StoreError {
                 _ => Fault::Other,
             },
             StoreError::Group(e) => e.fault(),
+            StoreError::BadUrl { .. } | StoreError::AsyncContext | StoreError::Busy(_) => {
+                Fault::Other
+            }
             StoreError::NotFound(_)
             | StoreError::Ambiguous { .. }
             | StoreError::Leased { .. }
@@ -410,12 +451,32 @@ fn sqlite_fault(e: &rusqlite::Error) -> Fault {
     }
 }
 
+/// The fault of a PostgreSQL error, by its SQLSTATE.
+fn postgres_fault(e: &::postgres::Error) -> Fault {
+    use ::postgres::error::SqlState as S;
+    match e.code() {
+        Some(c) if *c == S::DISK_FULL || *c == S::OUT_OF_MEMORY => Fault::WriteFailed,
+        Some(c) if *c == S::READ_ONLY_SQL_TRANSACTION || *c == S::INSUFFICIENT_PRIVILEGE => {
+            Fault::ReadOnly
+        }
+        Some(c) if *c == S::DATA_CORRUPTED || *c == S::INDEX_CORRUPTED => Fault::Damaged,
+        _ => Fault::Other,
+    }
+}
+
 /// The store's result type.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// Durable storage of runs, their events and checkpoints, of batches of runs, and of
-/// `canvas serve`'s agents and sessions (SQLite today; room for a networked store).
+/// `canvas serve`'s agents and sessions (SQLite or PostgreSQL). Calls block: from async code, make them through [`call`] (or
+/// [`blocking`]).
 pub trait Store: Batches + Agents + Send + Sync {
+    /// Whether its calls return in microseconds (a local file): async code then makes
+    /// them in place rather than hand its thread's tasks over first ([`call`]).
+    fn calls_are_quick(&self) -> bool {
+        false
+    }
+
     /// Insert a new run.
     fn create_run(&self, rec: &RunRecord) -> Result<()>;
     /// Insert a new run and record its first turn, in one transaction (so a run never
@@ -488,6 +549,35 @@ pub trait Store: Batches + Agents + Send + Sync {
     fn reclaim(&self) -> Result<Reclaimed>;
     /// How big the store is: bytes on disk, pages, free pages, runs and events.
     fn size(&self) -> Result<StoreSize>;
+}
+
+/// Where a store is: a SQLite file, or a PostgreSQL database (`postgres://…` or
+/// `postgresql://…`). Shown, it never holds a password.
+#[derive(Debug, Clone)]
+pub enum Location {
+    /// A SQLite file.
+    File(PathBuf),
+    /// A PostgreSQL database and schema.
+    Postgres(Box<PgUrl>),
+}
+
+impl Location {
+    /// A `--store` value: a PostgreSQL URL, else a file path.
+    pub fn parse(value: &std::path::Path) -> Result<Location> {
+        match value.to_str() {
+            Some(s) if PgUrl::is_postgres(s) => Ok(Location::Postgres(Box::new(PgUrl::parse(s)?))),
+            _ => Ok(Location::File(value.to_path_buf())),
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::File(p) => write!(f, "{}", p.display()),
+            Location::Postgres(u) => write!(f, "{u}"),
+        }
+    }
 }
 
 /// The default store file: `$CANVAS_STORE`, else `$XDG_DATA_HOME/canvas/canvas.db`, else

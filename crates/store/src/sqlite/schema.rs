@@ -5,12 +5,12 @@
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use super::{Result, StoreError};
+use crate::{Result, StoreError};
 
 /// The schema version this binary writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-pub(super) const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[&str] = &[
     // 1: runs, events, checkpoints.
     "CREATE TABLE runs (
         id               TEXT PRIMARY KEY NOT NULL,
@@ -161,7 +161,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
 ];
 
 /// The file's schema version.
-pub(super) fn version(conn: &Connection) -> Result<i64> {
+pub(crate) fn version(conn: &Connection) -> Result<i64> {
     conn.query_row("PRAGMA user_version", [], |r| r.get(0))
         .map_err(|e| sql("reading the schema version", e))
 }
@@ -216,7 +216,7 @@ fn check_snapshot(conn: &Connection) -> Result<i64> {
 }
 
 /// Refuse a database newer than this binary.
-pub(super) fn check_not_newer(found: i64) -> Result<()> {
+pub(crate) fn check_not_newer(found: i64) -> Result<()> {
     if found > SCHEMA_VERSION {
         return Err(StoreError::NewerSchema {
             found,
@@ -228,7 +228,7 @@ pub(super) fn check_not_newer(found: i64) -> Result<()> {
 
 /// Bring the database up to [`SCHEMA_VERSION`] (in one write transaction, so
 /// concurrent openers migrate once).
-pub(super) fn migrate(conn: &mut Connection) -> Result<()> {
+pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
     let found = version(conn)?;
     check_not_newer(found)?;
     if found == SCHEMA_VERSION {
@@ -252,7 +252,7 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<()> {
 }
 
 /// Wrap a SQLite error with what the store was doing.
-pub(super) fn sql(context: &str, source: rusqlite::Error) -> StoreError {
+pub(crate) fn sql(context: &str, source: rusqlite::Error) -> StoreError {
     StoreError::Sqlite {
         context: context.to_string(),
         source,

@@ -1,67 +1,38 @@
 //! [`Batches`] on the SQLite store: `batches` and `batch_rows` (schema 7). Claims are
 //! `BEGIN IMMEDIATE` transactions, so two processes on one file never claim a row twice.
+//! What a stored row means is shared with the other backends (`record.rs`).
 
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
-use serde_json::Value;
 
-use super::batch::{BatchRecord, BatchRow, Batches, ClaimedRow, RowCounts, RowEnd, RowSpec};
+use super::SqliteStore;
 use super::schema::sql;
-use super::{Result, RowStatus, SqliteStore, StoreError, lease, unix_now};
-
-/// Matches listed in an ambiguous-prefix error.
-const MAX_MATCHES: usize = 20;
+use crate::batch::{BatchRecord, BatchRow, Batches, ClaimedRow, RowCounts, RowEnd, RowSpec};
+use crate::record::{
+    MAX_MATCHES, RawBatch, RawBatchRow, RawClaim, like_prefix, one_match, row_counts, row_is_stale,
+    row_not_held, to_json,
+};
+use crate::{Result, StoreError, unix_now};
 
 const BATCH_FIELDS: &str =
     "id, key, source, canvas, canvas_hash, dataset, created_at, rows, options";
 
-fn read_batch(r: &Row<'_>) -> rusqlite::Result<(BatchRecord, Option<String>)> {
-    let rows: i64 = r.get(7)?;
-    Ok((
-        BatchRecord {
-            id: r.get(0)?,
-            key: r.get(1)?,
-            source: r.get(2)?,
-            canvas: r.get(3)?,
-            canvas_hash: r.get(4)?,
-            dataset: r.get(5)?,
-            created_at: r.get(6)?,
-            rows: u64::try_from(rows).unwrap_or(0),
-            options: None,
-        },
-        r.get(8)?,
-    ))
-}
-
-fn with_options((mut rec, options): (BatchRecord, Option<String>)) -> Result<BatchRecord> {
-    if let Some(o) = options {
-        rec.options = Some(json(&o, || {
-            format!("reading the options of batch {}", rec.id)
-        })?);
-    }
-    Ok(rec)
-}
-
-fn json(s: &str, what: impl Fn() -> String) -> Result<Value> {
-    serde_json::from_str(s).map_err(|source| StoreError::Json {
-        context: what(),
-        source,
+fn read_batch(r: &Row<'_>) -> rusqlite::Result<RawBatch> {
+    Ok(RawBatch {
+        id: r.get(0)?,
+        key: r.get(1)?,
+        source: r.get(2)?,
+        canvas: r.get(3)?,
+        canvas_hash: r.get(4)?,
+        dataset: r.get(5)?,
+        created_at: r.get(6)?,
+        rows: r.get(7)?,
+        options: r.get(8)?,
     })
 }
 
-fn text(v: &Value) -> Result<String> {
-    serde_json::to_string(v).map_err(|source| StoreError::Json {
-        context: "serialising a batch value".into(),
-        source,
-    })
-}
-
-fn count(n: i64) -> u64 {
-    u64::try_from(n).unwrap_or(0)
-}
-
-/// The row (or run) is held by someone else.
+/// The row is not held by the worker that asked: by whom it is.
 fn not_held(batch_id: &str, idx: u64, c: &Connection) -> StoreError {
     let owner: Option<String> = c
         .query_row(
@@ -73,10 +44,7 @@ fn not_held(batch_id: &str, idx: u64, c: &Connection) -> StoreError {
         .ok()
         .flatten()
         .flatten();
-    StoreError::Leased {
-        run_id: format!("batch {batch_id} row {}", idx + 1),
-        owner: owner.unwrap_or_else(|| "no worker".into()),
-    }
+    row_not_held(batch_id, idx, owner)
 }
 
 impl SqliteStore {
@@ -95,7 +63,7 @@ impl SqliteStore {
 
 fn insert_batch(tx: &Transaction<'_>, rec: &BatchRecord, rows: &[RowSpec]) -> Result<()> {
     let what = format!("storing batch {}", rec.id);
-    let options = rec.options.as_ref().map(text).transpose()?;
+    let options = rec.options.as_ref().map(to_json).transpose()?;
     tx.execute(
         "INSERT INTO batches (id, key, source, canvas, canvas_hash, dataset, created_at, rows,
                               options, open)
@@ -121,7 +89,7 @@ fn insert_batch(tx: &Transaction<'_>, rec: &BatchRecord, rows: &[RowSpec]) -> Re
         )
         .map_err(|e| sql(&what, e))?;
     for (i, row) in rows.iter().enumerate() {
-        st.execute(params![rec.id, i as i64, row.row_id, text(&row.spec)?])
+        st.execute(params![rec.id, i as i64, row.row_id, to_json(&row.spec)?])
             .map_err(|e| sql(&what, e))?;
     }
     Ok(())
@@ -136,25 +104,10 @@ fn counts(c: &Connection, batch_id: &str) -> Result<RowCounts> {
         )
         .map_err(|e| sql(&what, e))?;
     let groups = st
-        .query_map([batch_id], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, Option<bool>>(1)?,
-                r.get::<_, i64>(2)?,
-            ))
-        })
+        .query_map([batch_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
         .map_err(|e| sql(&what, e))?;
-    let mut out = RowCounts::default();
-    for (status, passed, n) in groups {
-        let status: RowStatus = status
-            .parse()
-            .map_err(|e| StoreError::Corrupt(format!("batch {batch_id}: {e}")))?;
-        for _ in 0..count(n) {
-            out.add(status, passed);
-        }
-    }
-    Ok(out)
+    row_counts(batch_id, groups)
 }
 
 fn get_batch(c: &Connection, id: &str) -> Result<Option<BatchRecord>> {
@@ -162,7 +115,7 @@ fn get_batch(c: &Connection, id: &str) -> Result<Option<BatchRecord>> {
     c.query_row(&q, [id], read_batch)
         .optional()
         .map_err(|e| sql(&format!("reading batch {id}"), e))?
-        .map(with_options)
+        .map(RawBatch::into_record)
         .transpose()
 }
 
@@ -212,10 +165,6 @@ impl Batches for SqliteStore {
                 .and_then(|rows| rows.collect())
                 .map_err(|e| sql(&what, e))?
         } else {
-            let escaped = q
-                .replace('\\', "\\\\")
-                .replace('%', "\\%")
-                .replace('_', "\\_");
             let mut st = g
                 .conn
                 .prepare(
@@ -223,20 +172,15 @@ impl Batches for SqliteStore {
                      ORDER BY created_at DESC, id DESC LIMIT ?2",
                 )
                 .map_err(|e| sql(&what, e))?;
-            st.query_map(
-                params![format!("{escaped}%"), MAX_MATCHES as i64 + 1],
-                |r| r.get(0),
-            )
+            st.query_map(params![like_prefix(q), MAX_MATCHES as i64 + 1], |r| {
+                r.get(0)
+            })
             .and_then(|rows| rows.collect())
             .map_err(|e| sql(&what, e))?
         };
-        match ids.as_slice() {
-            [] => Err(not_found()),
-            [id] => get_batch(&g.conn, id)?.ok_or_else(not_found),
-            _ => Err(StoreError::Ambiguous {
-                prefix: q.to_string(),
-                matches: ids.into_iter().take(MAX_MATCHES).collect(),
-            }),
+        match one_match(q, ids)? {
+            Some(id) => get_batch(&g.conn, &id)?.ok_or_else(not_found),
+            None => Err(not_found()),
         }
     }
 
@@ -260,7 +204,7 @@ impl Batches for SqliteStore {
             .map_err(|e| sql("listing batches", e))?;
         raws.into_iter()
             .map(|raw| {
-                let rec = with_options(raw)?;
+                let rec = raw.into_record()?;
                 let n = counts(&g.conn, &rec.id)?;
                 Ok((rec, n))
             })
@@ -306,8 +250,7 @@ impl Batches for SqliteStore {
                     .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
                     .map_err(err)?;
                 for (idx, holder, expires) in rows {
-                    let expired = expires.is_none_or(|e| e <= now);
-                    if expired || holder.as_deref().is_none_or(lease::holder_is_dead) {
+                    if row_is_stale(holder.as_deref(), expires, now) {
                         stale.push(idx);
                     }
                     if stale.len() == max {
@@ -339,21 +282,21 @@ impl Batches for SqliteStore {
                 .map_err(err)?;
             let mut out = Vec::with_capacity(picked.len());
             for idx in picked {
-                let (row_id, spec, run_id, attempts): (String, String, Option<String>, i64) = claim
+                let raw = claim
                     .query_row(
                         params![batch_id, idx, owner, now + ttl.as_secs_f64()],
-                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                        |r| {
+                            Ok(RawClaim {
+                                idx,
+                                row_id: r.get(0)?,
+                                spec: r.get(1)?,
+                                run_id: r.get(2)?,
+                                attempts: r.get(3)?,
+                            })
+                        },
                     )
                     .map_err(err)?;
-                out.push(ClaimedRow {
-                    idx: count(idx),
-                    row_id,
-                    spec: json(&spec, || {
-                        format!("reading row {} of batch {batch_id}", idx + 1)
-                    })?,
-                    run_id,
-                    attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
-                });
+                out.push(raw.into_claimed(batch_id)?);
             }
             Ok(out)
         })
@@ -392,7 +335,7 @@ impl Batches for SqliteStore {
 
     fn finish_row(&self, batch_id: &str, idx: u64, owner: &str, end: &RowEnd) -> Result<()> {
         let what = format!("recording row {} of batch {batch_id}", idx + 1);
-        let result = text(&end.result)?;
+        let result = to_json(&end.result)?;
         self.batch_tx(&what, |tx| {
             let err = |e| sql(&what, e);
             let n = tx
@@ -452,210 +395,20 @@ impl Batches for SqliteStore {
                  WHERE batch_id = ?1 ORDER BY idx",
             )
             .map_err(|e| sql(&what, e))?;
-        type Raw = (
-            i64,
-            String,
-            String,
-            Option<String>,
-            Option<bool>,
-            Option<String>,
-            i64,
-        );
         let raws = st
             .query_map([batch_id], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                ))
-            })
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<Raw>>>())
-            .map_err(|e| sql(&what, e))?;
-        raws.into_iter()
-            .map(|(idx, row_id, status, run_id, passed, result, attempts)| {
-                let status: RowStatus = status
-                    .parse()
-                    .map_err(|e| StoreError::Corrupt(format!("batch {batch_id}: {e}")))?;
-                let result = result
-                    .map(|r| {
-                        json(&r, || {
-                            format!("reading row {} of batch {batch_id}", idx + 1)
-                        })
-                    })
-                    .transpose()?;
-                Ok(BatchRow {
-                    idx: count(idx),
-                    row_id,
-                    status,
-                    run_id,
-                    passed,
-                    result,
-                    attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+                Ok(RawBatchRow {
+                    idx: r.get(0)?,
+                    row_id: r.get(1)?,
+                    status: r.get(2)?,
+                    run_id: r.get(3)?,
+                    passed: r.get(4)?,
+                    result: r.get(5)?,
+                    attempts: r.get(6)?,
                 })
             })
-            .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn batch(key: &str, n: usize) -> (BatchRecord, Vec<RowSpec>) {
-        let rec = BatchRecord {
-            id: ulid::Ulid::new().to_string(),
-            key: key.into(),
-            source: "/c.json".into(),
-            canvas: "{}".into(),
-            canvas_hash: crate::canvas_hash("{}"),
-            dataset: "/d.jsonl".into(),
-            created_at: unix_now(),
-            rows: n as u64,
-            options: Some(json!({"mock_llm": "/m.yaml"})),
-        };
-        let rows = (0..n)
-            .map(|i| RowSpec {
-                row_id: format!("r{i}"),
-                spec: json!({"query": format!("q{i}")}),
-            })
-            .collect();
-        (rec, rows)
-    }
-
-    fn end(status: RowStatus, passed: Option<bool>) -> RowEnd {
-        RowEnd {
-            status,
-            passed,
-            result: json!({"status": status.as_str()}),
-        }
-    }
-
-    const TTL: Duration = Duration::from_secs(60);
-
-    #[test]
-    fn rows_are_claimed_once_in_order_and_counted() {
-        let s = SqliteStore::open_in_memory().unwrap();
-        let (rec, rows) = batch("k", 5);
-        s.create_batch(&rec, &rows).unwrap();
-        assert_eq!(s.find_batch("latest").unwrap(), rec);
-        assert_eq!(
-            s.find_batch(&rec.id[..8].to_lowercase()).unwrap().id,
-            rec.id
-        );
-        let a = s.claim_rows(&rec.id, "a", 2, TTL).unwrap();
-        let b = s.claim_rows(&rec.id, "b", 10, TTL).unwrap();
-        assert_eq!(a.iter().map(|r| r.idx).collect::<Vec<_>>(), [0, 1]);
-        assert_eq!(b.iter().map(|r| r.idx).collect::<Vec<_>>(), [2, 3, 4]);
-        assert_eq!(a[1].spec, json!({"query": "q1"}));
-        assert_eq!(a[1].row_id, "r1");
-        assert!(s.claim_rows(&rec.id, "c", 10, TTL).unwrap().is_empty());
-        s.finish_row(&rec.id, 0, "a", &end(RowStatus::Succeeded, Some(true)))
-            .unwrap();
-        s.finish_row(&rec.id, 1, "a", &end(RowStatus::Succeeded, Some(false)))
-            .unwrap();
-        s.finish_row(&rec.id, 2, "b", &end(RowStatus::Failed, None))
-            .unwrap();
-        let n = s.row_counts(&rec.id).unwrap();
-        assert_eq!(
-            n,
-            RowCounts {
-                pending: 0,
-                running: 2,
-                succeeded: 2,
-                failed: 1,
-                waiting: 0,
-                checks_failed: 1
-            }
-        );
-        let listed = s.list_batches(0).unwrap();
-        assert_eq!(listed, vec![(rec.clone(), n)]);
-        let rows = s.batch_rows(&rec.id).unwrap();
-        assert_eq!(rows[1].passed, Some(false));
-        assert_eq!(rows[2].result, Some(json!({"status": "failed"})));
-        assert_eq!(rows[3].status, RowStatus::Running);
-    }
-
-    #[test]
-    fn only_the_holder_ties_a_run_or_finishes_a_row() {
-        let s = SqliteStore::open_in_memory().unwrap();
-        let (rec, rows) = batch("k", 1);
-        s.create_batch(&rec, &rows).unwrap();
-        s.claim_rows(&rec.id, "a", 1, TTL).unwrap();
-        let e = s.assign_row_run(&rec.id, 0, "b", "RUN").unwrap_err();
-        assert!(
-            matches!(e, StoreError::Leased { ref owner, .. } if owner == "a"),
-            "{e}"
-        );
-        s.assign_row_run(&rec.id, 0, "a", "RUN").unwrap();
-        let e = s
-            .finish_row(&rec.id, 0, "b", &end(RowStatus::Succeeded, None))
-            .unwrap_err();
-        assert!(matches!(e, StoreError::Leased { .. }), "{e}");
-        assert_eq!(
-            s.batch_rows(&rec.id).unwrap()[0].run_id.as_deref(),
-            Some("RUN")
-        );
-    }
-
-    #[test]
-    fn an_expired_or_released_row_is_claimed_again_with_its_run() {
-        let s = SqliteStore::open_in_memory().unwrap();
-        let (rec, rows) = batch("k", 2);
-        s.create_batch(&rec, &rows).unwrap();
-        s.claim_rows(&rec.id, "a", 1, Duration::ZERO).unwrap();
-        s.assign_row_run(&rec.id, 0, "a", "RUN0").unwrap();
-        s.claim_rows(&rec.id, "a", 1, TTL).unwrap();
-        assert_eq!(s.renew_rows(&rec.id, "a", Duration::ZERO).unwrap(), 2);
-        std::thread::sleep(Duration::from_millis(5));
-        let b = s.claim_rows(&rec.id, "b", 5, TTL).unwrap();
-        assert_eq!(b.len(), 2);
-        assert_eq!(b[0].run_id.as_deref(), Some("RUN0"));
-        assert_eq!(b[0].attempts, 2);
-        // The first worker lost them.
-        let e = s
-            .finish_row(&rec.id, 0, "a", &end(RowStatus::Succeeded, None))
-            .unwrap_err();
-        assert!(matches!(e, StoreError::Leased { .. }), "{e}");
-        assert_eq!(s.release_rows(&rec.id, "b", Some(1)).unwrap(), 1);
-        assert_eq!(s.release_rows(&rec.id, "b", None).unwrap(), 1);
-        let c = s.claim_rows(&rec.id, "c", 5, TTL).unwrap();
-        assert_eq!(c[0].run_id.as_deref(), Some("RUN0"));
-        assert_eq!(c[0].attempts, 3);
-    }
-
-    #[test]
-    fn a_dead_local_worker_loses_its_rows_at_once() {
-        let s = SqliteStore::open_in_memory().unwrap();
-        let (rec, rows) = batch("k", 1);
-        s.create_batch(&rec, &rows).unwrap();
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        child.wait().unwrap();
-        let me = lease::holder();
-        let host = me.rsplitn(3, ':').nth(2).unwrap().to_string();
-        let dead = format!("{host}:{pid}:1");
-        s.claim_rows(&rec.id, &dead, 1, TTL).unwrap();
-        assert_eq!(s.claim_rows(&rec.id, "live", 1, TTL).unwrap().len(), 1);
-    }
-
-    #[test]
-    fn workers_join_the_open_batch_of_their_key_until_it_is_done() {
-        let s = SqliteStore::open_in_memory().unwrap();
-        let (first, rows) = batch("same", 1);
-        assert_eq!(s.join_batch(&first, &rows).unwrap().id, first.id);
-        let (second, rows2) = batch("same", 1);
-        assert_eq!(s.join_batch(&second, &rows2).unwrap().id, first.id);
-        s.claim_rows(&first.id, "a", 1, TTL).unwrap();
-        s.finish_row(&first.id, 0, "a", &end(RowStatus::Succeeded, None))
-            .unwrap();
-        // Done: a later worker starts a new batch.
-        let (third, rows3) = batch("same", 1);
-        assert_eq!(s.join_batch(&third, &rows3).unwrap().id, third.id);
-        assert_eq!(s.list_batches(0).unwrap().len(), 2);
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(|e| sql(&what, e))?;
+        raws.into_iter().map(|raw| raw.into_row(batch_id)).collect()
     }
 }
