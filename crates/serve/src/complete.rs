@@ -57,9 +57,14 @@ pub(crate) async fn sdk(
 
 /// `POST /api/v1/agents/chat/completions`: `agent_id`, `query` (or `question`),
 /// `stream` (default true), `session_id`, `inputs`, `user_id`, `files`; with
-/// `"openai-compatible": true`, `messages` as OpenAI's endpoint takes them.
+/// `"openai-compatible": true`, `messages` as OpenAI's endpoint takes them. Without an
+/// `agent_id`, and with an agent whose id is `chat`, it is the SDK's call to that agent.
 pub(crate) async fn chat(State(app): State<Arc<App>>, JsonBody(req): JsonBody) -> Reply {
     let Some(agent_id) = opt_str(&req, "agent_id")?.filter(|a| !a.is_empty()) else {
+        // The SDK's path for an agent whose id is `chat` is this one.
+        if app.agent("chat")?.is_some() {
+            return sdk(State(app), Path("chat".to_string()), JsonBody(req)).await;
+        }
         return Err(ApiError::argument("`agent_id` is required."));
     };
     if truthy(&req, "openai-compatible", false) {
