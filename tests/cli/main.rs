@@ -38,6 +38,7 @@ mod refuse;
 mod resume;
 mod retrieval;
 mod run;
+mod serve;
 mod stop;
 mod store_faults;
 mod terminal;
