@@ -34,8 +34,13 @@ pub struct ServeArgs {
     /// Address to listen on (port 0: any free port)
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9380")]
     pub addr: String,
-    /// API keys, one a line: clients send `Authorization: Bearer KEY`
-    #[arg(long, value_name = "FILE", env = "CANVAS_API_KEY_FILE")]
+    /// API keys, one a line (Bearer tokens)
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "CANVAS_API_KEY_FILE",
+        hide_env_values = true
+    )]
     pub api_key_file: Option<PathBuf>,
     /// API keys separated by commas (for containers; a file is safer)
     #[arg(
@@ -52,7 +57,7 @@ pub struct ServeArgs {
     /// Largest request body, in bytes
     #[arg(long, value_name = "BYTES", default_value_t = 8 << 20)]
     pub max_body: usize,
-    /// Seconds a request or a turn may take (a turn stops there, resumable)
+    /// Seconds a request (or a turn) may take
     #[arg(long, value_name = "SECS", default_value_t = 300.0, value_parser = secs)]
     pub timeout: f64,
     /// Seconds before a dead instance's sessions are taken over

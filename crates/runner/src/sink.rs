@@ -258,3 +258,81 @@ impl EventSink for StoreSink<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use canvas_store::{SqliteStore, Store, TurnKind};
+    use serde_json::json;
+
+    use super::*;
+
+    fn event(name: &str, data: serde_json::Value, run: &str) -> Event {
+        let line = json!({"event": name, "data": data, "message_id": "m", "created_at": 1,
+                          "task_id": run});
+        serde_json::from_value(line).unwrap()
+    }
+
+    fn finished(run: &str) -> Event {
+        let data = json!({"inputs": {}, "outputs": {}, "component_id": "begin",
+            "component_name": "", "component_type": "Begin", "error": null,
+            "elapsed_time": 0.0, "created_at": 1.0});
+        event("node_finished", data, run)
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_node_finished_is_heard_only_once_its_write_is_durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
+        let rec = canvas_store::RunRecord::new("-", "{}");
+        store
+            .create_run_with_turn(&rec, TurnKind::Start, "", &json!({}))
+            .unwrap();
+        let (writer, written) = canvas_store::writer::spawn(Arc::clone(&store));
+        let heard: Arc<Mutex<Vec<String>>> = Arc::default();
+        let ears = Arc::clone(&heard);
+        let observer: Observer = Arc::new(move |l: &str| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            ears.lock()
+                .unwrap()
+                .push(v["event"].as_str().unwrap().to_string());
+        });
+        let said = || heard.lock().unwrap().clone();
+        let mut checkpoints = Checkpointer::new();
+        let mut sink =
+            StoreSink::new(&rec.id, 1, &writer, &mut checkpoints).observed(Some(observer));
+        // Another process holds the store's write lock: the writer waits for it.
+        let other = rusqlite::Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let chunk = json!({"content": "Hi"});
+        sink.emit(&event("message", chunk.clone(), &rec.id))
+            .unwrap();
+        assert_eq!(said(), ["message"], "a chunk is heard at once");
+        sink.emit(&finished(&rec.id)).unwrap();
+        sink.emit(&event("message", chunk, &rec.id)).unwrap();
+        sink.checkpoint(&RunState::default()).unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            said(),
+            ["message"],
+            "nothing from the node_finished on, before its write"
+        );
+        other.execute_batch("COMMIT").unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while said().len() < 3 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(
+            said(),
+            ["message", "node_finished", "message"],
+            "in order, once durable"
+        );
+        let stored = store.events(&rec.id).unwrap();
+        assert_eq!(stored.len(), 3);
+        drop(sink);
+        drop(writer);
+        written.join().unwrap();
+    }
+}

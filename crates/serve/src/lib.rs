@@ -267,7 +267,12 @@ pub async fn serve(
 /// Every route, behind the key check (but `/healthz`), the body limit, the timeout, the
 /// access log and the panic catcher.
 fn router(app: Arc<App>) -> Router {
-    let api = Router::new()
+    layered(api(), app)
+}
+
+/// The API's routes.
+fn api() -> Router<Arc<App>> {
+    Router::new()
         .route("/api/v1/agents", get(catalog::list).post(catalog::create))
         .route(
             "/api/v1/agents/{agent_id}",
@@ -293,7 +298,12 @@ fn router(app: Arc<App>) -> Router {
         )
         .fallback(not_found)
         .method_not_allowed_fallback(not_allowed)
-        .layer(middleware::from_fn_with_state(Arc::clone(&app), auth));
+}
+
+/// `api` behind the key check, with `/healthz`, the body limit, the timeout, the access
+/// log and the panic catcher.
+fn layered(api: Router<Arc<App>>, app: Arc<App>) -> Router {
+    let api = api.layer(middleware::from_fn_with_state(Arc::clone(&app), auth));
     Router::new()
         .route("/healthz", get(healthz))
         .merge(api)
@@ -407,6 +417,96 @@ pub(crate) fn new_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::body::Body;
+    use tower::ServiceExt;
+
+    struct NoCanvases;
+
+    impl Canvases for NoCanvases {
+        fn admit(&self, _: &str, _: &str) -> Result<Canvas, String> {
+            Err("no canvases here".into())
+        }
+        fn compile(&self, _: &str, _: &str) -> Result<Canvas, String> {
+            Err("no canvases here".into())
+        }
+        fn document(&self, _: &str) -> Option<Value> {
+            None
+        }
+    }
+
+    fn app() -> Arc<App> {
+        let store: Arc<dyn Store> = Arc::new(canvas_store::SqliteStore::open_in_memory().unwrap());
+        let (writer, _) = canvas_store::writer::spawn(Arc::clone(&store));
+        let settings = Settings {
+            keys: vec!["k".into()],
+            body_limit: 1 << 10,
+            timeout: Duration::from_secs(5),
+            lease: Duration::from_secs(5),
+            busy_wait: Duration::from_millis(10),
+        };
+        Arc::new(App {
+            lease: Lease {
+                owner: "test".into(),
+                ttl: settings.lease,
+                held: Default::default(),
+            },
+            keys: vec![Sha256::digest(b"k").into()],
+            settings,
+            deps: Deps {
+                store,
+                writer,
+                config: RunConfig::default(),
+                canvases: Arc::new(NoCanvases),
+                served: Vec::new(),
+                options: None,
+                access: Arc::new(|_: &Access| {}),
+            },
+            compiled: Mutex::default(),
+            active: Mutex::default(),
+            stopping: AtomicBool::new(false),
+        })
+    }
+
+    async fn get(router: &Router, path: &str) -> (StatusCode, Value) {
+        let req = Request::get(path)
+            .header(header::AUTHORIZATION, "Bearer k")
+            .body(Body::empty())
+            .unwrap();
+        let res = router.clone().oneshot(req).await.unwrap();
+        let status = res.status();
+        let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_handler_that_panics_answers_500_and_the_server_goes_on() {
+        let routes = api().route(
+            "/boom",
+            axum::routing::get(|| async {
+                if std::hint::black_box(true) {
+                    panic!("a bug");
+                }
+            }),
+        );
+        let router = layered(routes, app());
+        let (status, body) = get(&router, "/boom").await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(body["code"], 500);
+        assert!(
+            !body.to_string().contains("a bug"),
+            "no trace leaks: {body}"
+        );
+        let (status, body) = get(&router, "/api/v1/agents").await;
+        assert_eq!(
+            (status, body["code"].clone()),
+            (StatusCode::OK, Value::from(0))
+        );
+    }
 
     #[test]
     fn digests_compare_whole() {
