@@ -36,6 +36,7 @@ Register-ArgumentCompleter -Native -CommandName 'canvas' -ScriptBlock {
             [CompletionResult]::new('migrate', 'migrate', [CompletionResultType]::ParameterValue, 'Rewrite legacy or graph-only canvases into the current form; shows the diff')
             [CompletionResult]::new('batch', 'batch', [CompletionResultType]::ParameterValue, 'Run a canvas over every row of a dataset, with checks; resumable')
             [CompletionResult]::new('batches', 'batches', [CompletionResultType]::ParameterValue, 'List the stored batches: rows done, failed, waiting and pending')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve canvases through RAGFlow''s agent API (its SDK and OpenAI clients work)')
             [CompletionResult]::new('graph', 'graph', [CompletionResultType]::ParameterValue, 'Draw a canvas''s execution graph as Mermaid or Graphviz DOT')
             [CompletionResult]::new('components', 'components', [CompletionResultType]::ParameterValue, 'List the components and tools this build knows, with their parameters')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, powershell, elvish)')
@@ -227,6 +228,33 @@ Register-ArgumentCompleter -Native -CommandName 'canvas' -ScriptBlock {
             [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'Store [default: ~/.local/share/canvas/canvas.db]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'canvas;serve' {
+            [CompletionResult]::new('--addr', '--addr', [CompletionResultType]::ParameterName, 'Address to listen on (port 0: any free port)')
+            [CompletionResult]::new('--api-key-file', '--api-key-file', [CompletionResultType]::ParameterName, 'API keys, one a line (Bearer tokens)')
+            [CompletionResult]::new('--api-keys', '--api-keys', [CompletionResultType]::ParameterName, 'API keys separated by commas (for containers; a file is safer)')
+            [CompletionResult]::new('--ready-file', '--ready-file', [CompletionResultType]::ParameterName, 'Write the bound address to FILE once listening')
+            [CompletionResult]::new('--max-body', '--max-body', [CompletionResultType]::ParameterName, 'Largest request body, in bytes')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Seconds a request (or a turn) may take')
+            [CompletionResult]::new('--lease', '--lease', [CompletionResultType]::ParameterName, 'Seconds before a dead instance''s sessions are taken over')
+            [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'Store [default: ~/.local/share/canvas/canvas.db]')
+            [CompletionResult]::new('--max-parallel', '--max-parallel', [CompletionResultType]::ParameterName, 'Most components of one turn running at once')
+            [CompletionResult]::new('--max-steps', '--max-steps', [CompletionResultType]::ParameterName, 'Step budget of a turn (0: none)')
+            [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Seed for random choices (Message alternatives)')
+            [CompletionResult]::new('--mock-llm', '--mock-llm', [CompletionResultType]::ParameterName, 'Answer every model call from a script (docs/mock-llm.md), offline')
+            [CompletionResult]::new('--llm-config', '--llm-config', [CompletionResultType]::ParameterName, 'Provider configuration (docs/providers.md)')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'The model of components whose llm_id is empty')
+            [CompletionResult]::new('--record', '--record', [CompletionResultType]::ParameterName, 'Save every model call and its answer (for --replay)')
+            [CompletionResult]::new('--replay', '--replay', [CompletionResultType]::ParameterName, 'Answer model calls from a --record file; any other call fails')
+            [CompletionResult]::new('--mcp-config', '--mcp-config', [CompletionResultType]::ParameterName, 'Where the MCP servers an Agent names are (YAML)')
+            [CompletionResult]::new('--output-dir', '--output-dir', [CompletionResultType]::ParameterName, 'Where generated files go (documents, workbooks, code artifacts)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No access log (JSON lines on stderr)')
+            [CompletionResult]::new('--no-validate', '--no-validate', [CompletionResultType]::ParameterName, 'Skip the checks of `canvas validate` (expert use; see docs/validate.md)')
+            [CompletionResult]::new('--allow-private-network', '--allow-private-network', [CompletionResultType]::ParameterName, 'Let tools reach private addresses')
+            [CompletionResult]::new('--allow-sql-writes', '--allow-sql-writes', [CompletionResultType]::ParameterName, 'Let ExeSQL run INSERT, UPDATE and DELETE (refused by default)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
         'canvas;graph' {

@@ -88,21 +88,6 @@ pub fn truthy(o: &Object, key: &str, default: bool) -> bool {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bodies_are_objects() {
-        assert!(parse(b"").unwrap().is_empty());
-        assert!(parse(b" null ").unwrap().is_empty());
-        assert_eq!(parse(br#"{"a":1}"#).unwrap()["a"], 1);
-        let e = parse(b"[1]").unwrap_err();
-        assert_eq!((e.status, e.code), (StatusCode::BAD_REQUEST, 101));
-        assert!(parse(b"{oops").is_err());
-    }
-}
-
 /// A query string's parameters; one that cannot be decoded is refused in RAGFlow's
 /// shape.
 pub struct Params(pub std::collections::HashMap<String, String>);
@@ -123,5 +108,20 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Params {
                     format!("The query string is not valid: {e}"),
                 )
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_are_objects() {
+        assert!(parse(b"").unwrap().is_empty());
+        assert!(parse(b" null ").unwrap().is_empty());
+        assert_eq!(parse(br#"{"a":1}"#).unwrap()["a"], 1);
+        let e = parse(b"[1]").unwrap_err();
+        assert_eq!((e.status, e.code), (StatusCode::BAD_REQUEST, 101));
+        assert!(parse(b"{oops").is_err());
     }
 }
