@@ -590,6 +590,26 @@ fn two_servers_share_sessions(dir: &Path, store: &str) {
 }
 
 #[test]
+fn a_session_answering_a_question_is_busy_for_another_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_path(dir.path());
+    let mock = slow_mock(dir.path(), 200);
+    let first = Server::start(dir.path(), &store, &mock, &[]);
+    let second = Server::start(dir.path(), &store, &mock, &[]);
+    let id = session(&first, "chat");
+    let _answering = ask_until_first_message(&first, &id);
+    let body = serde_json::json!({"agent_id": "chat", "session_id": id, "query": "hi"});
+    for s in [&second, &first] {
+        let (code, text) = post(
+            &format!("{}/api/v1/agents/chat/completions", s.url),
+            &body.to_string(),
+        );
+        assert_eq!(code, 409, "{text}");
+        assert_eq!(json(&text)["code"], 106, "{text}");
+    }
+}
+
+#[test]
 fn two_servers_on_one_sqlite_store_continue_each_others_sessions() {
     let dir = tempfile::tempdir().unwrap();
     two_servers_share_sessions(dir.path(), &store_path(dir.path()));

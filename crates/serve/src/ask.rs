@@ -88,11 +88,19 @@ impl App {
         let user = q.user_id.clone().unwrap_or_else(|| sess.user_id.clone());
         let run_id = run.id.clone();
         tokio::spawn(async move {
+            // Let go of the session however the task ends (a panic included): a lease
+            // left held would be renewed, and the session busy, for ever.
+            let held = Held {
+                app: Arc::clone(&me),
+                canvas: Arc::clone(&canvas),
+                run_id: run.id.clone(),
+            };
             let out = me.answer(&canvas, &run, q, user, &tx, &stop).await;
-            me.let_go(&canvas, &run.id);
             if let Err(e) = &out {
                 tracing::warn!(session = %run.id, error = %e, "a question failed");
             }
+            // Let go first: the client's next question must find the session free.
+            drop(held);
             let _ = tx.send(Out::End(out.map_err(|e| e.to_string())));
         });
         Ok((run_id, rx))
@@ -279,6 +287,19 @@ impl App {
                     .await
             }
         }
+    }
+}
+
+/// A session this process is answering; dropped, it is let go of.
+struct Held {
+    app: Arc<App>,
+    canvas: Arc<Canvas>,
+    run_id: String,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.app.let_go(&self.canvas, &self.run_id);
     }
 }
 
