@@ -188,14 +188,15 @@ pub fn exec(mut args: BatchArgs) -> Result<u8, CliError> {
         }
     );
     let bar = progress_bar(args.quiet, batch.rows, before);
-    let tally = std::sync::Mutex::new((
-        before.succeeded.saturating_sub(before.checks_failed),
-        before.failed + before.waiting + before.checks_failed,
-    ));
+    let tally = std::sync::Mutex::new(Tally {
+        passed: before.succeeded.saturating_sub(before.checks_failed),
+        failed: before.failed + before.waiting + before.checks_failed,
+        here: 0,
+    });
     let shown = bar.clone();
-    let progress: Arc<dyn Fn(Progress) + Send + Sync> =
-        Arc::new(move |p| show(shown.as_ref(), &tally, &p));
     let started = Instant::now();
+    let progress: Arc<dyn Fn(Progress) + Send + Sync> =
+        Arc::new(move |p| show(shown.as_ref(), &tally, started, &p));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -436,17 +437,30 @@ fn progress_bar(
         return None;
     }
     let bar = indicatif::ProgressBar::new(rows);
-    let style = indicatif::ProgressStyle::with_template(
-        "{bar:30} {pos}/{len} rows · {per_sec} · ETA {eta} · {msg}",
-    )
-    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    let style =
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} rows · ETA {eta} · {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
     bar.set_style(style);
     bar.set_position(before.done());
     Some(bar)
 }
 
-/// A row done: the bar moves, and the tally of passed and failed rows with it.
-fn show(bar: Option<&indicatif::ProgressBar>, tally: &std::sync::Mutex<(u64, u64)>, p: &Progress) {
+/// What the progress bar counts.
+struct Tally {
+    passed: u64,
+    failed: u64,
+    /// Rows this process finished (their rate is this process's).
+    here: u64,
+}
+
+/// A row done: the bar moves, and the tally of passed and failed rows with it, and
+/// this process's rows per second.
+fn show(
+    bar: Option<&indicatif::ProgressBar>,
+    tally: &std::sync::Mutex<Tally>,
+    started: Instant,
+    p: &Progress,
+) {
     let (Some(bar), Progress::Done(r)) = (bar, p) else {
         return;
     };
@@ -454,12 +468,17 @@ fn show(bar: Option<&indicatif::ProgressBar>, tally: &std::sync::Mutex<(u64, u64
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if r.status == canvas_store::RowStatus::Succeeded && r.passed != Some(false) {
-        t.0 += 1;
+        t.passed += 1;
     } else {
-        t.1 += 1;
+        t.failed += 1;
     }
+    t.here += 1;
+    let rate = t.here as f64 / started.elapsed().as_secs_f64().max(1e-3);
     bar.inc(1);
-    bar.set_message(format!("{} passed · {} failed", t.0, t.1));
+    bar.set_message(format!(
+        "{rate:.0} rows/s · {} passed · {} failed",
+        t.passed, t.failed
+    ));
 }
 
 /// The summary on stdout.
