@@ -565,9 +565,10 @@ fn two_servers_share_sessions(dir: &Path, store: &str) {
     let id = session(&first, "chat");
     let on_second = ask_events(&second, "chat", &id, "where is it");
     assert_eq!(answer(&on_second), "ECHO: where is it");
-    let client = ask_until_first_message(&first, &id);
+    let mut client = ask_until_first_message(&first, &id);
     drop(first);
-    drop(client);
+    client.kill().unwrap();
+    client.wait().unwrap();
     assert_continued(&second, &id);
     let (_, listed) = curl(
         &format!("{}/api/v1/agents/chat/sessions?id={id}", second.url),
@@ -597,7 +598,7 @@ fn a_session_answering_a_question_is_busy_for_another_server() {
     let first = Server::start(dir.path(), &store, &mock, &[]);
     let second = Server::start(dir.path(), &store, &mock, &[]);
     let id = session(&first, "chat");
-    let _answering = ask_until_first_message(&first, &id);
+    let mut answering = ask_until_first_message(&first, &id);
     let body = serde_json::json!({"agent_id": "chat", "session_id": id, "query": "hi"});
     for s in [&second, &first] {
         let (code, text) = post(
@@ -607,6 +608,8 @@ fn a_session_answering_a_question_is_busy_for_another_server() {
         assert_eq!(code, 409, "{text}");
         assert_eq!(json(&text)["code"], 106, "{text}");
     }
+    answering.kill().unwrap();
+    answering.wait().unwrap();
 }
 
 #[test]
