@@ -35,6 +35,9 @@ complete -c canvas -n "__fish_canvas_needs_command" -f -a "events" -d 'Replay a 
 complete -c canvas -n "__fish_canvas_needs_command" -f -a "cancel" -d 'Ask the process running a run to stop at its next node boundary (resumable)'
 complete -c canvas -n "__fish_canvas_needs_command" -f -a "validate" -d 'Check canvases statically (no network, no models): exit 1 on errors'
 complete -c canvas -n "__fish_canvas_needs_command" -f -a "migrate" -d 'Rewrite legacy or graph-only canvases into the current form; shows the diff'
+complete -c canvas -n "__fish_canvas_needs_command" -f -a "batch" -d 'Run a canvas over every row of a dataset, with checks; resumable'
+complete -c canvas -n "__fish_canvas_needs_command" -f -a "batches" -d 'List the stored batches: rows done, failed, waiting and pending'
+complete -c canvas -n "__fish_canvas_needs_command" -f -a "serve" -d 'Serve canvases through RAGFlow\'s agent API (its SDK and OpenAI clients work)'
 complete -c canvas -n "__fish_canvas_needs_command" -f -a "graph" -d 'Draw a canvas\'s execution graph as Mermaid or Graphviz DOT'
 complete -c canvas -n "__fish_canvas_needs_command" -f -a "components" -d 'List the components and tools this build knows, with their parameters'
 complete -c canvas -n "__fish_canvas_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, powershell, elvish)'
@@ -162,6 +165,59 @@ json\t'Each file with the rules applied and where'"
 complete -c canvas -n "__fish_canvas_using_subcommand migrate" -l write -d 'Rewrite each file in place (only files that need it are touched)'
 complete -c canvas -n "__fish_canvas_using_subcommand migrate" -l check -d 'Exit 1 when any file needs migrating (for CI); nothing is written'
 complete -c canvas -n "__fish_canvas_using_subcommand migrate" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l dataset -d 'The rows: .jsonl, .csv or .yaml (docs/batch.md)' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l resume -d 'Continue a stored batch (an id, a unique prefix, or `latest`)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l concurrency -d 'Rows run at once' -r
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -s o -l output -d 'Write one result per row here (.jsonl, or .csv)' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l format -d 'The summary\'s format: text or json' -r -f -a "text\t''
+json\t''"
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l lease -d 'Seconds before a dead worker\'s rows are taken over' -r
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l store -d 'Store [default: ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l rps -d 'Most model calls per second to each provider' -r
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l max-parallel -d 'Most components of one run running at once (as `run`\'s flag; not shown: rarely changed for a batch, whose rows already run side by side)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l max-steps -d 'Step budget of a row\'s turn (0: none)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l seed -d 'Seed for random choices (Message alternatives)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l mock-llm -d 'Answer every model call from a script (docs/mock-llm.md), offline' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l llm-config -d 'Provider configuration (docs/providers.md)' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l model -d 'The model of components whose llm_id is empty' -r
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l record -d 'Save every model call and its answer (for --replay)' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l replay -d 'Answer model calls from a --record file; any other call fails' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l mcp-config -d 'Where the MCP servers an Agent names are (YAML)' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l output-dir -d 'Where generated files go (documents, workbooks, code artifacts)' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l worker -d 'Join (or start) the unfinished batch of this canvas and dataset'
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l quiet -d 'No progress bar'
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l no-validate -d 'Skip the checks of `canvas validate` (expert use; see docs/validate.md)'
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l allow-private-network -d 'Let tools reach private addresses'
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -l allow-sql-writes -d 'Let ExeSQL run INSERT, UPDATE and DELETE (refused by default)'
+complete -c canvas -n "__fish_canvas_using_subcommand batch" -s h -l help -d 'Print help'
+complete -c canvas -n "__fish_canvas_using_subcommand batches" -l limit -d 'At most N batches (0 = all)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand batches" -l format -d 'Output format' -r -f -a "table\t'Aligned columns'
+json\t'A JSON array of batches'"
+complete -c canvas -n "__fish_canvas_using_subcommand batches" -l store -d 'Store [default: ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand batches" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l addr -d 'Address to listen on (port 0: any free port)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l api-key-file -d 'API keys, one a line (Bearer tokens)' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l api-keys -d 'API keys separated by commas (for containers; a file is safer)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l ready-file -d 'Write the bound address to FILE once listening' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l max-body -d 'Largest request body, in bytes' -r
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l timeout -d 'Seconds a request (or a turn) may take' -r
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l lease -d 'Seconds before a dead instance\'s sessions are taken over' -r
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l store -d 'Store [default: ~/.local/share/canvas/canvas.db]' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l max-parallel -d 'Most components of one turn running at once' -r
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l max-steps -d 'Step budget of a turn (0: none)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l seed -d 'Seed for random choices (Message alternatives)' -r
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l mock-llm -d 'Answer every model call from a script (docs/mock-llm.md), offline' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l llm-config -d 'Provider configuration (docs/providers.md)' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l model -d 'The model of components whose llm_id is empty' -r
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l record -d 'Save every model call and its answer (for --replay)' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l replay -d 'Answer model calls from a --record file; any other call fails' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l mcp-config -d 'Where the MCP servers an Agent names are (YAML)' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l output-dir -d 'Where generated files go (documents, workbooks, code artifacts)' -r -F
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l quiet -d 'No access log (JSON lines on stderr)'
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l no-validate -d 'Skip the checks of `canvas validate` (expert use; see docs/validate.md)'
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l allow-private-network -d 'Let tools reach private addresses'
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -l allow-sql-writes -d 'Let ExeSQL run INSERT, UPDATE and DELETE (refused by default)'
+complete -c canvas -n "__fish_canvas_using_subcommand serve" -s h -l help -d 'Print help'
 complete -c canvas -n "__fish_canvas_using_subcommand graph" -l format -d 'Output format' -r -f -a "mermaid\t'A Mermaid flowchart (plain text, no fences: pipe it into `mmdc` or paste it in a Markdown mermaid block)'
 dot\t'A Graphviz digraph (pipe it into `dot -Tsvg`)'"
 complete -c canvas -n "__fish_canvas_using_subcommand graph" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -48,7 +48,17 @@ pub fn admit(
     quiet: bool,
 ) -> Result<Admitted, CliError> {
     let text = read(path).map_err(|e| super::error::unreadable(label, DslError::Io(e)))?;
-    let format = format_of(path);
+    admit_text(text, format_of(path), label, opts, quiet)
+}
+
+/// Check and compile a canvas text (of `format`), named `label` in messages.
+pub fn admit_text(
+    text: String,
+    format: Format,
+    label: &str,
+    opts: &AdmitOpts,
+    quiet: bool,
+) -> Result<Admitted, CliError> {
     if opts.no_validate {
         let dsl =
             canvas_dsl::parse(&text, format).map_err(|e| super::error::unreadable(label, e))?;

@@ -5,7 +5,7 @@ use clap::Args;
 
 use super::opts::StoreOpts;
 use super::{CliError, exit};
-use canvas_store::{RunStatus, SqliteStore, Store, TurnEnd};
+use canvas_store::{RunStatus, TurnEnd};
 
 /// Options of `canvas cancel`.
 #[derive(Debug, Args)]
@@ -19,15 +19,13 @@ pub struct CancelArgs {
 
 /// Run `canvas cancel`.
 pub fn exec(args: CancelArgs) -> Result<u8, CliError> {
-    let path = args.store.path();
-    if !path.exists() {
+    let Some(store) = args.store.open_if_exists()? else {
         return Err(CliError::invalid(format!(
             "no run store at {}",
-            path.display()
+            args.store.location()?
         )));
-    }
-    let store = SqliteStore::open(&path).map_err(|e| super::opts::cannot_open(&path, &e))?;
-    let rec = super::opts::find_in(&store, &args.run_id)?;
+    };
+    let rec = super::opts::find_in(&*store, &args.run_id)?;
     if rec.status != RunStatus::Running {
         return Err(CliError::invalid(format!(
             "run {} is not running (it is {})",

@@ -13,7 +13,7 @@ use super::admit::{AdmitOpts, Admitted, admit};
 use super::session::{Next, Session, TurnArgs, TurnRequest};
 use super::{CliError, exit};
 use canvas_pyrt::Object;
-use canvas_store::{RunRecord, Store, TurnKind};
+use canvas_store::{RunRecord, TurnKind};
 
 /// Options of `canvas chat`.
 #[derive(Debug, Args)]
@@ -54,7 +54,7 @@ pub fn exec(args: ChatArgs) -> Result<u8, CliError> {
     let session = Session {
         label,
         canvas: &canvas,
-        store: &store,
+        store: &*store,
         run_id: record.id.clone(),
         args: &turn_args,
         models: &models,

@@ -9,7 +9,7 @@ use super::opts::StoreOpts;
 use super::runs::{output_result, write_stdout};
 use super::{CliError, exit};
 use canvas_engine::{Event, EventKind};
-use canvas_store::{RunRecord, RunStatus, Store};
+use canvas_store::{RunRecord, RunStatus};
 use canvas_ui::{Renderer, RunEnd, SseRenderer, TextOptions, TextRenderer};
 
 /// Output formats of `canvas events`.

@@ -58,6 +58,14 @@ pub fn collect(
     Ok(out)
 }
 
+/// Values from a dataset row → API shape: bare values typed and checked by their
+/// fields, as `-i` values are (errors start with `label: `); entries already in API
+/// shape are passed on unchecked, as RAGFlow's API takes them.
+pub fn typed_map(map: Object, declared: &Object, label: &str) -> Result<Object, CliError> {
+    inputs::from_map(map, declared, &mut |_| {})
+        .map_err(|e| CliError::invalid(format!("{label}: {}", e.message)))
+}
+
 /// Every field the canvas asks for, by key: Begin's inputs, then the fields of its
 /// forms (UserFillUp); the first definition of a key wins.
 pub fn canvas_fields(canvas: &Canvas) -> Object {

@@ -2,6 +2,8 @@
 //! It turns flags into plain values for the library and holds no engine logic.
 
 mod admit;
+mod batch;
+mod batches;
 mod cancel;
 mod chat;
 mod completions;
@@ -21,6 +23,7 @@ mod reporter;
 mod resume;
 mod run;
 mod runs;
+mod serve;
 mod session;
 mod show;
 #[cfg(test)]
@@ -132,6 +135,23 @@ pub enum Command {
         canvas migrate old.json --write     # save it\n  \
         canvas migrate flows/ --check       # CI: exit 1 when a file needs it")]
     Migrate(migrate::MigrateArgs),
+    /// Run a canvas over every row of a dataset, with checks; resumable.
+    #[command(after_help = "Examples:\n  \
+        canvas batch flow.json --dataset cases.csv --concurrency 32 --output results.jsonl\n  \
+        canvas batch --resume latest                 # after Ctrl-C or a crash\n  \
+        canvas batch flow.json --dataset cases.yaml --store postgres://ci@db/canvas --worker")]
+    Batch(batch::BatchArgs),
+    /// List the stored batches: rows done, failed, waiting and pending.
+    #[command(
+        after_help = "Examples:\n  canvas batches\n  canvas show 01JBATCH      # one batch: its summary and failures"
+    )]
+    Batches(batches::BatchesArgs),
+    /// Serve canvases through RAGFlow's agent API (its SDK and OpenAI clients work).
+    #[command(after_help = "Examples:\n  \
+        canvas serve canvases/ --api-key-file keys.txt --mock-llm canvases/support.mock.yaml\n  \
+        canvas serve flows/ --addr 0.0.0.0:9380 --store postgres://app@db/canvas\n  \
+        curl -H 'Authorization: Bearer KEY' http://127.0.0.1:9380/api/v1/agents")]
+    Serve(serve::ServeArgs),
     /// Draw a canvas's execution graph as Mermaid or Graphviz DOT.
     #[command(after_help = "Examples:\n  \
         canvas graph canvases/trip.yaml\n  \
@@ -155,22 +175,76 @@ pub fn main() -> ExitCode {
         .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
     let cli = match parsed {
         Ok((mut c, m)) => {
-            if let (Command::Resume(a), Some(("resume", sub))) = (&mut c.command, m.subcommand()) {
-                a.explicit = explicit_ids(sub);
+            match (&mut c.command, m.subcommand()) {
+                (Command::Resume(a), Some(("resume", sub))) => a.explicit = explicit_ids(sub),
+                (Command::Batch(a), Some(("batch", sub))) => a.explicit = explicit_ids(sub),
+                _ => {}
             }
             c
         }
         Err(e) => {
-            // clap prints help/version to stdout (exit 0) and usage errors to stderr.
-            let _ = e.print();
-            return exit::code(if e.use_stderr() {
-                exit::INVALID
-            } else {
-                exit::OK
-            });
+            use clap::error::ErrorKind;
+            // clap prints help/version to stdout (exit 0); help asked for by a missing
+            // subcommand goes to stderr as it is.
+            if !e.use_stderr() || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                let _ = e.print();
+                return exit::code(if e.use_stderr() {
+                    exit::INVALID
+                } else {
+                    exit::OK
+                });
+            }
+            let args: Vec<String> = std::env::args().collect();
+            let err = usage_error(&e.render().to_string(), &command_path(&args));
+            err.report(false);
+            return exit::code(err.code);
         }
     };
     run_cli(cli)
+}
+
+/// `canvas` and the subcommands `args` names (`canvas runs prune`), for hints.
+fn command_path(args: &[String]) -> String {
+    let mut path = vec!["canvas".to_string()];
+    let mut cmd = Cli::command();
+    for a in args.iter().skip(1) {
+        let Some(sub) = cmd.find_subcommand(a).cloned() else {
+            break;
+        };
+        path.push(sub.get_name().to_string());
+        cmd = sub;
+    }
+    path.join(" ")
+}
+
+/// A usage error as clap words it (an `error:` line, maybe continued on indented lines,
+/// tips, the usage, a pointer to `--help`), as this CLI reports every error: one
+/// `error:` line and a `hint:`.
+fn usage_error(rendered: &str, command: &str) -> CliError {
+    let mut message = String::new();
+    let mut hints: Vec<String> = Vec::new();
+    let mut usage = None;
+    let lines = rendered.lines().map(str::trim);
+    for line in lines.filter(|l| !l.is_empty() && !l.starts_with("For more information")) {
+        if let Some(m) = line.strip_prefix("error: ") {
+            message = m.to_string();
+        } else if let Some(tip) = line.strip_prefix("tip: ") {
+            hints.push(tip.to_string());
+        } else if let Some(u) = line.strip_prefix("Usage: ") {
+            usage = Some(u.to_string());
+        } else {
+            // What the error line goes on with: `<FILE>`, `[possible values: …]`.
+            if !message.is_empty() {
+                message.push(' ');
+            }
+            message.push_str(line);
+        }
+    }
+    if let Some(u) = usage {
+        hints.push(format!("usage: {u}"));
+    }
+    hints.push(format!("`{command} --help` shows every option"));
+    CliError::invalid(message).hint(hints.join("; "))
 }
 
 /// The ids of the options a command line (or the environment) gave, as opposed to
@@ -201,6 +275,9 @@ pub fn run_cli(cli: Cli) -> ExitCode {
         Command::Show(args) => (false, show::exec(args)),
         Command::Events(args) => (false, events::exec(args)),
         Command::Cancel(args) => (false, cancel::exec(args)),
+        Command::Batch(args) => (false, batch::exec(args)),
+        Command::Batches(args) => (false, batches::exec(args)),
+        Command::Serve(args) => (false, serve::exec(args)),
         Command::Validate(args) => (false, validate::exec(args)),
         Command::Migrate(args) => (false, migrate::exec(args)),
         Command::Graph(args) => (false, graph::exec(args)),

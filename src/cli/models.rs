@@ -72,6 +72,15 @@ impl ModelArgs {
 
     /// Build the model source these options ask for.
     pub fn setup(&self) -> Result<ModelSetup, CliError> {
+        self.setup_limited(None)
+    }
+
+    /// [`ModelArgs::setup`] with providers' calls going through `limits` (many runs at
+    /// once: a rate per provider, and a backoff its calls share).
+    pub fn setup_limited(
+        &self,
+        limits: Option<Arc<canvas_llm::limit::Limits>>,
+    ) -> Result<ModelSetup, CliError> {
         tracing::info!(
             mock_llm = ?self.mock_llm,
             replay = ?self.replay,
@@ -96,30 +105,31 @@ impl ModelArgs {
                 providers: None,
             });
         }
-        let (inner, date, providers): (Arc<dyn ModelSource>, Option<String>, _) =
-            match &self.mock_llm {
-                Some(path) => {
-                    let script =
-                        MockScript::load(path).map_err(|e| CliError::invalid(e.to_string()))?;
-                    let date = script.date().map(String::from);
-                    (
-                        Arc::new(OneModel(Arc::new(MockModel::new(script)))),
-                        date,
-                        None,
-                    )
-                }
-                None => {
-                    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-                    let config = LlmConfig::load(self.llm_config(), &env)
-                        .map_err(|e| CliError::invalid(e.to_string()))?;
-                    let p = Arc::new(Providers::new(
-                        config,
-                        self.model.clone(),
-                        Box::new(move |k: &str| env(k)),
-                    ));
-                    (Arc::new(Shared(p.clone())), None, Some(p))
-                }
-            };
+        let (inner, date, providers): (Arc<dyn ModelSource>, Option<String>, _) = match &self
+            .mock_llm
+        {
+            Some(path) => {
+                let script =
+                    MockScript::load(path).map_err(|e| CliError::invalid(e.to_string()))?;
+                let date = script.date().map(String::from);
+                (
+                    Arc::new(OneModel(Arc::new(MockModel::new(script)))),
+                    date,
+                    None,
+                )
+            }
+            None => {
+                let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+                let config = LlmConfig::load(self.llm_config(), &env)
+                    .map_err(|e| CliError::invalid(e.to_string()))?;
+                let p = Providers::new(config, self.model.clone(), Box::new(move |k: &str| env(k)));
+                let p = Arc::new(match limits {
+                    Some(l) => p.with_limits(l),
+                    None => p,
+                });
+                (Arc::new(Shared(p.clone())), None, Some(p))
+            }
+        };
         match &self.record {
             Some(path) => {
                 let date = date.unwrap_or_else(now);

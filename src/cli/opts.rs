@@ -3,12 +3,12 @@
 //! and tool groups live in `models.rs` and `tools.rs`.
 
 use std::io::{self, IsTerminal};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
 use super::{CliError, exit};
-use canvas_store::{RunRecord, SqliteStore, Store, StoreError};
+use canvas_store::{Fault, Location, PgStore, RunRecord, SqliteStore, Store, StoreError};
 use canvas_ui::{
     JsonlRenderer, Output, OutputWriter, Renderer, SseRenderer, TextOptions, TextRenderer,
 };
@@ -28,13 +28,14 @@ pub fn truthy(s: &str) -> Result<bool, std::convert::Infallible> {
     ))
 }
 
-/// Where the SQLite run store is (`--store`, `$CANVAS_STORE`, else the data dir).
+/// Where the run store is (`--store`, `$CANVAS_STORE`, else the data dir): a SQLite file,
+/// or a PostgreSQL database (`postgres://…`).
 #[derive(Debug, Clone, Default, Args)]
 pub struct StoreOpts {
     /// Store [default: ~/.local/share/canvas/canvas.db].
     #[arg(
         long,
-        value_name = "PATH",
+        value_name = "PATH|URL",
         env = "CANVAS_STORE",
         hide_env_values = true,
         value_parser = lenient_path
@@ -43,7 +44,7 @@ pub struct StoreOpts {
 }
 
 impl StoreOpts {
-    /// The store's path: the flag or its environment twin, else the user's data dir.
+    /// The store's path or URL: the flag or its environment twin, else the user's data dir.
     pub fn path(&self) -> PathBuf {
         match &self.store {
             Some(p) if !p.as_os_str().is_empty() => p.clone(),
@@ -51,37 +52,69 @@ impl StoreOpts {
         }
     }
 
-    /// Open (creating it when missing) the store, for commands that write runs.
-    pub fn open(&self) -> Result<SqliteStore, CliError> {
+    /// Where the store is (a URL that cannot be read is exit 2).
+    pub fn location(&self) -> Result<Location, CliError> {
         let path = self.path();
-        let store = SqliteStore::open(&path).map_err(|e| cannot_open(&path, &e))?;
-        tracing::info!(path = %path.display(), "run store opened");
+        Location::parse(&path).map_err(|e| CliError::invalid(e.to_string()))
+    }
+
+    /// Open (creating it when missing) the store, for commands that write runs.
+    pub fn open(&self) -> Result<Box<dyn Store>, CliError> {
+        let at = self.location()?;
+        let store: Box<dyn Store> = match &at {
+            Location::File(path) => {
+                Box::new(SqliteStore::open(path).map_err(|e| cannot_open(&at, &e))?)
+            }
+            Location::Postgres(url) => {
+                Box::new(PgStore::open(url).map_err(|e| cannot_open(&at, &e))?)
+            }
+        };
+        tracing::info!(store = %at, "run store opened");
         Ok(store)
     }
 
-    /// Open the store read-only, or `None` when there is no file: a read-only command
-    /// must not leave an empty store behind.
-    pub fn open_existing(&self) -> Result<Option<SqliteStore>, CliError> {
-        let path = self.path();
-        let store = match path.try_exists() {
-            Ok(false) => None,
-            Ok(true) => SqliteStore::open_read_only(&path).map_err(|e| cannot_open(&path, &e))?,
-            Err(e) => return Err(cannot_open(&path, &e)),
+    /// Open the store read-only, or `None` when there is none (no file; no schema on the
+    /// server): a read-only command must not leave an empty store behind.
+    pub fn open_existing(&self) -> Result<Option<Box<dyn Store>>, CliError> {
+        let at = self.location()?;
+        let store: Option<Box<dyn Store>> = match &at {
+            Location::File(path) => match path.try_exists() {
+                Ok(false) => None,
+                Ok(true) => SqliteStore::open_read_only(path)
+                    .map_err(|e| cannot_open(&at, &e))?
+                    .map(|s| Box::new(s) as Box<dyn Store>),
+                Err(e) => return Err(cannot_look(path, &e)),
+            },
+            Location::Postgres(url) => PgStore::open_read_only(url)
+                .map_err(|e| cannot_open(&at, &e))?
+                .map(|s| Box::new(s) as Box<dyn Store>),
         };
-        tracing::info!(path = %path.display(), found = store.is_some(), "run store opened read-only");
+        tracing::info!(store = %at, found = store.is_some(), "run store opened read-only");
         Ok(store)
+    }
+
+    /// Open an existing store for writing (`cancel`); `None` when there is none.
+    pub fn open_if_exists(&self) -> Result<Option<Box<dyn Store>>, CliError> {
+        let exists = match self.location()? {
+            Location::File(path) => path.exists(),
+            Location::Postgres(_) => self.open_existing()?.is_some(),
+        };
+        if !exists {
+            return Ok(None);
+        }
+        self.open().map(Some)
     }
 
     /// The run `id` names (full id, unique prefix or `latest`), in a store that must exist.
-    pub fn find_run(&self, id: &str) -> Result<(SqliteStore, RunRecord), CliError> {
+    pub fn find_run(&self, id: &str) -> Result<(Box<dyn Store>, RunRecord), CliError> {
         let Some(store) = self.open_existing()? else {
             return Err(CliError::invalid(format!(
                 "no run matches \"{id}\": there is no run store at {}",
-                self.path().display()
+                self.location()?
             ))
             .hint(RUNS_HINT));
         };
-        let rec = find_in(&store, id)?;
+        let rec = find_in(&*store, id)?;
         Ok((store, rec))
     }
 }
@@ -116,18 +149,71 @@ pub fn find_in(store: &dyn Store, id: &str) -> Result<RunRecord, CliError> {
     }
 }
 
-/// The store at `path` could not be opened (exit 2).
-pub fn cannot_open(path: &Path, e: &dyn std::fmt::Display) -> CliError {
+/// The store at `at` could not be opened (exit 2): it was left as it is.
+pub fn cannot_open(at: &Location, e: &StoreError) -> CliError {
+    // A file has side files to mention; a server does not.
+    let side = match at {
+        Location::File(_) => format!(" (with any {at}-wal and {at}-shm beside it)"),
+        Location::Postgres(_) => String::new(),
+    };
+    let err = match e.fault() {
+        Fault::Newer => CliError::invalid(format!("{at}: {e}"))
+            .hint("upgrade canvas, or give another --store (this one was left as it is)"),
+        Fault::Damaged => {
+            let what = match e {
+                StoreError::NotAStore(_) => e.to_string(),
+                _ => format!("not a canvas run store, or a damaged one ({})", e.reason()),
+            };
+            CliError::invalid(format!("{at}: {what}")).hint(format!(
+                "it was left as it is: move it away{side}, or give another --store"
+            ))
+        }
+        Fault::ReadOnly => CliError::invalid(format!(
+            "{at}: the run store cannot be written ({})",
+            e.reason()
+        ))
+        .hint(match at {
+            Location::File(_) => format!(
+                "runs are stored there: make it writable, and its directory (for {at}-wal and \
+                 {at}-shm), or give another --store"
+            ),
+            Location::Postgres(_) => {
+                "runs are stored there: grant this user write access, or give another --store"
+                    .to_string()
+            }
+        }),
+        Fault::WriteFailed => CliError::invalid(format!(
+            "{at}: cannot write to the run store ({})",
+            e.reason()
+        ))
+        .hint("is the disk full? free some space, or give another --store"),
+        Fault::Other => {
+            CliError::invalid(format!("{at}: cannot open the run store: {}", e.reason()))
+        }
+    };
+    tracing::debug!(store = %at, error = ?e, "the run store was not opened");
+    err
+}
+
+/// The existence of the store file at `path` could not be checked (exit 2).
+fn cannot_look(path: &std::path::Path, e: &std::io::Error) -> CliError {
     CliError::invalid(format!(
         "{}: cannot open the run store: {e}",
         path.display()
     ))
 }
 
-/// A store that failed while reading or writing a run (exit 1).
+/// A store that failed while a command used it (exit 1); one that cannot be opened is
+/// `cannot_open` (exit 2).
 impl From<StoreError> for CliError {
     fn from(e: StoreError) -> Self {
-        CliError::new(exit::FAILED, format!("run store: {e}"))
+        let hint = (e.fault() == Fault::WriteFailed)
+            .then_some("is the disk full? free some space and try again");
+        let err = CliError::new(exit::FAILED, format!("run store: {e}"));
+        match hint {
+            Some(h) => err.hint(h),
+            None => err,
+        }
     }
 }
 

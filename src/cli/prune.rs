@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::CliError;
 use super::opts::StoreOpts;
 use super::runs::{RunJson, human_bytes, runs_word, status_parser, table, write_stdout};
-use canvas_store::{PruneFilter, Reclaimed, RunRecord, RunStatus, Store, StoreSize};
+use canvas_store::{PruneFilter, Reclaimed, RunRecord, RunStatus, StoreSize};
 
 /// Output formats of `canvas runs prune` (plain comments: clap lists the names on one
 /// line).
@@ -143,9 +143,8 @@ pub fn exec(args: PruneArgs) -> Result<u8, CliError> {
             ),
         );
     }
-    let path = args.store.path();
     let mut out = Outcome {
-        path: path.display().to_string(),
+        path: args.store.location()?.to_string(),
         runs: Vec::new(),
         approx_bytes: 0,
         before: None,
@@ -258,6 +257,12 @@ fn result(w: &mut dyn Write, out: &Outcome, asked: bool) -> std::io::Result<()> 
             w,
             " (a one-time VACUUM took {:.1} s; from now on the store shrinks in place)",
             done.reclaim_time.as_secs_f64()
+        )?;
+    }
+    if done.reclaim == Some(Reclaimed::Autovacuum) {
+        write!(
+            w,
+            " (PostgreSQL reuses the space for new runs; its tables do not shrink)"
         )?;
     }
     writeln!(w)?;

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::models::ModelArgs;
 use super::session::TurnArgs;
+use super::tools::ToolArgs;
 
 /// What a run remembers of the command that started it. Paths are absolute, so a
 /// resume from another directory finds the same files.
@@ -68,8 +70,23 @@ fn absolute(p: &Path) -> PathBuf {
 impl RunOptions {
     /// The options of a command starting a run.
     pub fn of(args: &TurnArgs) -> RunOptions {
-        let m = &args.models;
-        let t = &args.tools;
+        RunOptions::of_parts(
+            &args.models,
+            &args.tools,
+            args.max_parallel,
+            args.seed,
+            args.max_steps,
+        )
+    }
+
+    /// The options of a command starting runs, from its flag groups and limits.
+    pub fn of_parts(
+        m: &ModelArgs,
+        t: &ToolArgs,
+        max_parallel: u16,
+        seed: Option<u64>,
+        max_steps: u64,
+    ) -> RunOptions {
         RunOptions {
             mock_llm: m.mock_llm.as_deref().map(absolute),
             llm_config: m.llm_config().map(absolute),
@@ -79,9 +96,9 @@ impl RunOptions {
             output_dir: t.output_dir.as_deref().map(absolute),
             allow_private_network: t.allow_private_network,
             allow_sql_writes: t.allow_sql_writes,
-            max_parallel: Some(args.max_parallel),
-            seed: args.seed,
-            max_steps: Some(args.max_steps),
+            max_parallel: Some(max_parallel),
+            seed,
+            max_steps: Some(max_steps),
         }
     }
 
@@ -99,15 +116,33 @@ impl RunOptions {
     /// Put the remembered options into `args`, except those the command line (or the
     /// environment) gave explicitly: `explicit` holds their ids.
     pub fn apply(&self, args: &mut TurnArgs, explicit: &HashSet<String>) {
+        self.apply_parts(
+            &mut args.models,
+            &mut args.tools,
+            &mut args.max_parallel,
+            &mut args.seed,
+            &mut args.max_steps,
+            explicit,
+        );
+    }
+
+    /// [`RunOptions::apply`] to a command's flag groups and limits.
+    pub fn apply_parts(
+        &self,
+        m: &mut ModelArgs,
+        t: &mut ToolArgs,
+        max_parallel: &mut u16,
+        seed: &mut Option<u64>,
+        max_steps: &mut u64,
+        explicit: &HashSet<String>,
+    ) {
         let given = |id: &str| explicit.contains(id);
         if !MODEL_SOURCE.iter().any(|id| given(id)) {
-            let m = &mut args.models;
             m.mock_llm.clone_from(&self.mock_llm);
             m.llm_config.clone_from(&self.llm_config);
             m.model.clone_from(&self.model);
             m.replay.clone_from(&self.replay);
         }
-        let t = &mut args.tools;
         if !given("mcp_config") {
             t.mcp_config.clone_from(&self.mcp_config);
         }
@@ -121,13 +156,13 @@ impl RunOptions {
             t.allow_sql_writes = self.allow_sql_writes;
         }
         if let (false, Some(n)) = (given("max_parallel"), self.max_parallel) {
-            args.max_parallel = n;
+            *max_parallel = n;
         }
         if !given("seed") {
-            args.seed = self.seed;
+            *seed = self.seed;
         }
         if let (false, Some(n)) = (given("max_steps"), self.max_steps) {
-            args.max_steps = n;
+            *max_steps = n;
         }
     }
 }

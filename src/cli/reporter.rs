@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use canvas_engine::events::wire::{self, Envelope};
 use canvas_engine::{Event, EventKind, EventSink, RunState};
 use canvas_store::writer::WriterHandle;
-use canvas_store::{Checkpointer, EventChunk, RunStatus, RunWrite, TurnEnd};
+use canvas_store::{Checkpointer, EventChunk, Fault, RunStatus, RunWrite, TurnEnd};
 use canvas_ui::{Output, Renderer, RunEnd};
 
 /// Commits events with checkpoints through the writer, and renders them.
@@ -33,8 +33,8 @@ pub(super) struct Reporter<'a> {
     gate: Option<u64>,
     /// Writes handed to the writer so far; a write's number is its output gate.
     submitted: u64,
-    /// The first write the store refused.
-    failed: Arc<Mutex<Option<String>>>,
+    /// Why the store refused the first write it refused.
+    failed: Arc<Mutex<Option<StoreFailure>>>,
     /// Scratch buffers for one event's `data` and line.
     data: Vec<u8>,
     line: Vec<u8>,
@@ -76,9 +76,17 @@ impl<'a> Reporter<'a> {
     /// The store's refusal of an earlier write, as an error for the engine.
     fn check(&self) -> io::Result<()> {
         match &*self.failed.lock().unwrap_or_else(PoisonError::into_inner) {
-            Some(e) => Err(store_error(e)),
+            Some(f) => Err(store_error(&f.message)),
             None => Ok(()),
         }
+    }
+
+    /// Why the store refused a write of this turn, if it did.
+    pub(super) fn store_failure(&self) -> Option<StoreFailure> {
+        self.failed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Hand the pending events, `checkpoint` and `end` to the writer as one write.
@@ -115,7 +123,11 @@ impl<'a> Reporter<'a> {
                     Ok(()) => gates.open(gate),
                     Err(e) => {
                         let mut f = failed.lock().unwrap_or_else(PoisonError::into_inner);
-                        f.get_or_insert_with(|| e.to_string());
+                        f.get_or_insert_with(|| StoreFailure {
+                            fault: e.fault(),
+                            message: e.to_string(),
+                            reason: e.reason(),
+                        });
                         gates.fail(gate);
                     }
                 }
@@ -205,6 +217,17 @@ impl<'a> Reporter<'a> {
     }
 }
 
+/// Why the store refused a write.
+#[derive(Debug, Clone)]
+pub(super) struct StoreFailure {
+    /// The kind of trouble.
+    pub fault: Fault,
+    /// The whole message (what the store was doing, and why it failed).
+    pub message: String,
+    /// Why it failed, in SQLite's (or the system's) words.
+    pub reason: String,
+}
+
 fn store_error(e: &str) -> io::Error {
     io::Error::other(format!("cannot write to the run store: {e}"))
 }
@@ -219,16 +242,7 @@ impl EventSink for Reporter<'_> {
         let env = Envelope::of(ev);
         self.line.clear();
         wire::write_line(name, data.as_bytes(), &env, &mut self.line);
-        match self.chunks.last_mut() {
-            Some(c) if c.message_id == ev.message_id && c.created_at == ev.created_at => {
-                c.push(name, data);
-            }
-            _ => {
-                let mut c = EventChunk::new(ev.message_id.clone(), ev.created_at);
-                c.push(name, data);
-                self.chunks.push(c);
-            }
-        }
+        EventChunk::append(&mut self.chunks, &ev.message_id, ev.created_at, name, data);
         if matches!(ev.kind, EventKind::NodeFinished(_)) {
             self.holding = true;
         }

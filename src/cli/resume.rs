@@ -33,7 +33,7 @@ pub struct ResumeArgs {
 /// Run `canvas resume`.
 pub fn exec(mut args: ResumeArgs) -> Result<u8, CliError> {
     let store = args.turn.store.open()?;
-    let rec = super::opts::find_in(&store, &args.run_id)?;
+    let rec = super::opts::find_in(&*store, &args.run_id)?;
     tracing::info!(run_id = %rec.id, status = %rec.status, source = %rec.source, "run found");
     let label = rec.source.clone();
     // `-q ''` given is a turn with an empty query (RAGFlow keeps the previous one).
@@ -86,14 +86,14 @@ pub fn exec(mut args: ResumeArgs) -> Result<u8, CliError> {
     let session = Session {
         label,
         canvas: &canvas,
-        store: &store,
+        store: &*store,
         run_id: rec.id.clone(),
         args: &args.turn,
         models: &models,
         tools: std::sync::Arc::new(args.turn.tools.env(args.turn.models.llm_config())?),
         checkpoints: std::cell::RefCell::new(checkpoints),
     };
-    if let Some(code) = record_unrecorded_end(&store, &rec, state.as_ref(), &args.turn)? {
+    if let Some(code) = record_unrecorded_end(&*store, &rec, state.as_ref(), &args.turn)? {
         return Ok(code);
     }
     let resume = match rec.status {

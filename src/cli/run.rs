@@ -72,7 +72,7 @@ pub fn exec(args: RunArgs) -> Result<u8, CliError> {
     let session = Session {
         label,
         canvas: &canvas,
-        store: &store,
+        store: &*store,
         run_id: record.id.clone(),
         args: &args.turn,
         models: &models,

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::opts::StoreOpts;
 use super::prune::PruneArgs;
 use super::{CliError, exit};
-use canvas_store::{RunRecord, RunStatus, SqliteStore, Store};
+use canvas_store::{RunRecord, RunStatus, Store};
 
 /// Output formats of `canvas runs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -84,7 +84,7 @@ pub fn exec(args: RunsArgs) -> Result<u8, CliError> {
     // A table is followed by the store's size, on stderr so that stdout stays the table
     // alone; the JSON array is unchanged.
     let footer = match (&store, args.format) {
-        (Some(store), RunsFormat::Table) => Some(store_line(store)?),
+        (Some(store), RunsFormat::Table) => Some(store_line(&**store, &args.store)?),
         _ => None,
     };
     let code = match args.format {
@@ -97,7 +97,7 @@ pub fn exec(args: RunsArgs) -> Result<u8, CliError> {
         }
         RunsFormat::Table if runs.is_empty() => {
             let which = args.status.map(|s| format!("{s} ")).unwrap_or_default();
-            eprintln!("no {which}runs in {}", args.store.path().display());
+            eprintln!("no {which}runs in {}", args.store.location()?);
             exit::OK
         }
         RunsFormat::Table => {
@@ -119,16 +119,13 @@ pub fn exec(args: RunsArgs) -> Result<u8, CliError> {
     Ok(code)
 }
 
-/// `store: PATH, 12.3 MB, 42 runs`.
-fn store_line(store: &SqliteStore) -> Result<String, CliError> {
+/// `store: PATH, 12.3 MB, 42 runs` (a URL without its password for PostgreSQL).
+fn store_line(store: &dyn Store, opts: &StoreOpts) -> Result<String, CliError> {
     let size = store.size()?;
-    let path = store
-        .path()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
     let runs = runs_word(size.runs);
     Ok(format!(
-        "store: {path}, {}, {runs}",
+        "store: {}, {}, {runs}",
+        opts.location()?,
         human_bytes(size.bytes)
     ))
 }

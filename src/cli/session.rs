@@ -3,7 +3,7 @@
 //! lease and its watcher (lease renewal, cancel requests), Ctrl-C, the questions asked
 //! in the terminal, and each turn's final status.
 
-use std::io;
+use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -19,12 +19,15 @@ use canvas_engine::{
     Canvas, Outcome, RunConfig, RunError, RunState, StopReason, StopSignal, run_turn,
 };
 use canvas_pyrt::Object;
+use canvas_runner::error_line;
 use canvas_store::writer::WriterHandle;
-use canvas_store::{Checkpointer, RunRecord, RunStatus, Store, TurnEnd, TurnKind, lease_holder};
+use canvas_store::{
+    Checkpointer, Fault, RunRecord, RunStatus, Store, StoreError, TurnEnd, TurnKind, lease_holder,
+};
 use canvas_ui::RunEnd;
 
 use super::opts::{OutputOpts, RunFormat, StoreOpts};
-use super::reporter::Reporter;
+use super::reporter::{Reporter, StoreFailure};
 
 /// Options shared by `run`, `resume` and `chat`.
 #[derive(Debug, Clone, Args)]
@@ -205,7 +208,11 @@ impl Session<'_> {
     pub fn drive(&self, state: RunState, next: Next) -> Result<Driven, CliError> {
         let run_id = self.run_id.clone();
         let holder = lease_holder();
-        if !self.store.acquire_lease(&run_id, &holder, LEASE_TTL)? {
+        let taken = self
+            .store
+            .acquire_lease(&run_id, &holder, LEASE_TTL)
+            .map_err(|e| self.store_error(e))?;
+        if !taken {
             let owner = self.store.lease_owner(&run_id).ok().flatten();
             return Err(CliError::invalid(format!(
                 "run {run_id} is being run by another process{}",
@@ -216,14 +223,12 @@ impl Session<'_> {
             )));
         }
         let stop = StopSignal::new();
-        let signals = register_signals(&stop);
+        let signals = Signals::watch(&stop, &run_id);
         let res = std::thread::scope(|s| {
             let writer = canvas_store::writer::spawn_scoped(s, self.store);
             self.turns(state, next, &stop, &writer)
         });
-        for id in signals {
-            signal_hook::low_level::unregister(id);
-        }
+        drop(signals);
         let _ = self.store.release_lease(&run_id, &holder);
         res
     }
@@ -236,12 +241,24 @@ impl Session<'_> {
         request: TurnRequest,
         state: RunState,
     ) -> Result<Driven, CliError> {
-        let turn = self.store.create_run_with_turn(
-            record,
-            request.kind,
-            &request.query,
-            &request.inputs_json(),
-        )?;
+        let turn = self
+            .store
+            .create_run_with_turn(record, request.kind, &request.query, &request.inputs_json())
+            .map_err(|e| {
+                // Nothing was stored: the same command can be given again once the store
+                // takes writes.
+                let reason = e.reason();
+                let err = CliError::from(e);
+                let msg = format!(
+                    "{}: cannot store the run in {} ({reason}); nothing was stored",
+                    self.label,
+                    self.args.store.path().display()
+                );
+                CliError {
+                    message: msg,
+                    ..err
+                }
+            })?;
         tracing::info!(run_id = %record.id, source = %record.source, turn, "run created");
         let next = Next::Continue {
             turn,
@@ -272,18 +289,22 @@ impl Session<'_> {
                     continue;
                 }
                 Next::Turn(request) => {
-                    let n = self.store.begin_turn(
-                        &self.run_id,
-                        request.kind,
-                        &request.query,
-                        &request.inputs_json(),
-                    )?;
+                    let n = self
+                        .store
+                        .begin_turn(
+                            &self.run_id,
+                            request.kind,
+                            &request.query,
+                            &request.inputs_json(),
+                        )
+                        .map_err(|e| self.store_error(e))?;
                     tracing::info!(run_id = %self.run_id, turn = n, kind = ?request.kind, "turn begun");
                     (n, self.config(request, stop))
                 }
                 Next::Continue { turn, again } => {
                     self.store
-                        .set_status(&self.run_id, RunStatus::Running, None, None)?;
+                        .set_status(&self.run_id, RunStatus::Running, None, None)
+                        .map_err(|e| self.store_error(e))?;
                     tracing::info!(run_id = %self.run_id, turn, from_checkpoint = again.is_none(), "turn continued");
                     if again.is_none() {
                         replay = Some(turn);
@@ -297,7 +318,9 @@ impl Session<'_> {
                     (turn, self.config(request, stop))
                 }
             };
-            self.store.clear_cancel(&self.run_id)?;
+            self.store
+                .clear_cancel(&self.run_id)
+                .map_err(|e| self.store_error(e))?;
             let out = self.one_turn(state, turn_no, replay, &cfg, &mut presets, writer)?;
             state = out.state;
             if let Some(inputs) = out.preset {
@@ -348,6 +371,7 @@ impl Session<'_> {
             query: request.query,
             inputs: request.inputs,
             user_id: None,
+            files: None,
             max_parallel: usize::from(self.args.max_parallel),
             seed: self.args.seed,
             stop: stop.clone(),
@@ -390,7 +414,10 @@ impl Session<'_> {
             // The stdout guarantee (docs/resume.md): each turn appears whole in the
             // output of the process that ends it, so a pipeline can drop a dead
             // process's unfinished turn and lose nothing, see nothing twice.
-            let lines = self.store.events_of_turn(&self.run_id, t)?;
+            let lines = self
+                .store
+                .events_of_turn(&self.run_id, t)
+                .map_err(|e| self.store_error(e))?;
             if let Err(e) = reporter.replay(&lines) {
                 return if e.kind() == io::ErrorKind::BrokenPipe {
                     Ok(TurnOutcome {
@@ -532,8 +559,68 @@ impl Session<'_> {
                 preset: None,
             });
         }
-        Err(CliError::new(exit::FAILED, format!("{}: {e}", self.label))
-            .hint(format!("canvas resume {} continues it", self.run_id)))
+        if let Some(f) = reporter.store_failure() {
+            return Err(self.store_refused(&f));
+        }
+        Err(CliError::new(
+            exit::FAILED,
+            format!(
+                "{}: run {} stopped: cannot write the output: {e}",
+                self.label, self.run_id
+            ),
+        )
+        .hint(format!(
+            "canvas resume {} continues it from its last checkpoint",
+            self.run_id
+        )))
+    }
+
+    /// The store refused a write of the turn: the run stopped, and keeps what was
+    /// committed before (its last checkpoint), from where `resume` continues it.
+    fn store_refused(&self, f: &StoreFailure) -> CliError {
+        tracing::debug!(run_id = %self.run_id, error = %f.message, "the store refused a write");
+        let store = self.args.store.path();
+        let resume = format!(
+            "`canvas resume {}` continues it from its last checkpoint",
+            self.run_id
+        );
+        let hint = match f.fault {
+            Fault::WriteFailed => format!("is the disk full? free some space, then {resume}"),
+            Fault::ReadOnly => format!("make the store writable again, then {resume}"),
+            _ => resume,
+        };
+        CliError::new(
+            exit::FAILED,
+            format!(
+                "{}: run {} stopped: cannot write to the run store {} ({})",
+                self.label,
+                self.run_id,
+                store.display(),
+                f.reason
+            ),
+        )
+        .hint(hint)
+    }
+
+    /// A store operation on the stored run failed: the run is kept as of its last
+    /// checkpoint, and `resume` continues it.
+    fn store_error(&self, e: StoreError) -> CliError {
+        let fault = e.fault();
+        if matches!(fault, Fault::WriteFailed | Fault::ReadOnly) {
+            return self.store_refused(&StoreFailure {
+                fault,
+                message: e.to_string(),
+                reason: e.reason(),
+            });
+        }
+        let err = CliError::from(e);
+        if err.hint.is_some() {
+            return err;
+        }
+        err.hint(format!(
+            "canvas resume {} continues it from its last checkpoint",
+            self.run_id
+        ))
     }
 
     /// How the engine's result ends the turn (a sink failure is handled before).
@@ -694,6 +781,9 @@ impl Session<'_> {
         let mut closed = false;
         if let Err(e) = reporter.finish_turn(Some(state), end_rec) {
             if e.kind() != io::ErrorKind::BrokenPipe {
+                if let Some(f) = reporter.store_failure() {
+                    return Err(self.store_refused(&f));
+                }
                 return Err(CliError::new(exit::FAILED, format!("{}: {e}", self.label)));
             }
             closed = true;
@@ -728,24 +818,6 @@ impl Session<'_> {
             self.run_id,
             fields.join(" ")
         );
-    }
-}
-
-/// A component's error on one line, for the `error:` line (the whole text stays in the
-/// stored events): a Python traceback's last line says what went wrong, any other text's
-/// first line does.
-fn error_line(error: &str) -> String {
-    let mut lines = error.lines().map(str::trim).filter(|l| !l.is_empty());
-    let first = lines.clone().next().unwrap_or_default();
-    let pick = if error.contains("Traceback (most recent call last)") {
-        lines.next_back().unwrap_or(first)
-    } else {
-        first
-    };
-    if error.trim().lines().count() > 1 {
-        format!("{pick} (…)")
-    } else {
-        pick.to_string()
     }
 }
 
@@ -804,42 +876,96 @@ fn watch(store: &dyn Store, run_id: &str, stop: &StopSignal, done: mpsc::Receive
     }
 }
 
-/// Ctrl-C and SIGTERM stop the turn at the next node boundary; a second one exits at
-/// once with 130 (the last checkpoint is in the store).
-fn register_signals(stop: &StopSignal) -> Vec<signal_hook::SigId> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let flag: Arc<AtomicBool> = stop.interrupt_flag();
-    let mut ids = Vec::new();
-    for sig in [SIGINT, SIGTERM] {
-        // The conditional exit is registered first so the first signal only sets the flag.
-        if let Ok(id) = signal_hook::flag::register_conditional_shutdown(
-            sig,
-            i32::from(exit::INTERRUPTED),
-            Arc::clone(&flag),
-        ) {
-            ids.push(id);
-        }
-        if let Ok(id) = signal_hook::flag::register(sig, Arc::clone(&flag)) {
-            ids.push(id);
-        }
-    }
-    ids
+/// Ctrl-C and SIGTERM while a run is driven: the first stops the turn at the next node
+/// boundary (the engine checks the flag); a second one stops the process at once, exit
+/// 130, with the terminal tidied up and one line saying so. Either way the run keeps
+/// its last checkpoint, and `resume` continues from there without running a finished
+/// node again (a `node_finished` is shown only once it is stored).
+struct Signals {
+    /// The flag handlers, set in the handler itself (no thread between the signal and
+    /// the stop request).
+    ids: Vec<signal_hook::SigId>,
+    /// Counts the signals, on a thread of its own (where the second one may do what a
+    /// signal handler may not: draw, lock, exit).
+    handle: Option<signal_hook::iterator::Handle>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::error_line;
-
-    #[test]
-    fn component_errors_fit_one_line() {
-        assert_eq!(error_line("boom"), "boom");
-        assert_eq!(error_line("first\nsecond"), "first (…)");
-        let tb = "pip says no\nTraceback (most recent call last):\n  File \"main.py\", line 2\n\
-                  ModuleNotFoundError: No module named 'ezdxf'\n";
-        assert_eq!(
-            error_line(tb),
-            "ModuleNotFoundError: No module named 'ezdxf' (…)"
-        );
-        assert_eq!(error_line(""), "");
+impl Signals {
+    fn watch(stop: &StopSignal, run_id: &str) -> Signals {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let flag: Arc<AtomicBool> = stop.interrupt_flag();
+        let ids = [SIGINT, SIGTERM]
+            .into_iter()
+            .filter_map(|sig| signal_hook::flag::register(sig, Arc::clone(&flag)).ok())
+            .collect();
+        canvas_ui::terminal::remember_settings();
+        let (handle, thread) = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
+            Ok(mut signals) => {
+                let handle = signals.handle();
+                let run_id = run_id.to_string();
+                let thread = std::thread::Builder::new()
+                    .name("signals".into())
+                    .spawn(move || {
+                        for (n, _) in signals.forever().enumerate() {
+                            if n == 0 {
+                                if io::stderr().is_terminal() {
+                                    canvas_ui::terminal::note(
+                                        "stopping at the next node boundary \
+                                         (Ctrl-C again stops at once)",
+                                    );
+                                }
+                            } else {
+                                stop_at_once(&run_id);
+                            }
+                        }
+                    })
+                    .ok();
+                (Some(handle), thread)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "a second Ctrl-C will only stop at a node boundary");
+                (None, None)
+            }
+        };
+        Signals {
+            ids,
+            handle,
+            thread,
+        }
     }
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+        if let Some(h) = self.handle.take() {
+            h.close();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The second Ctrl-C: exit now, 130. What the store holds stays (its last commit, as
+/// after a crash); the output still held back for the store is dropped, not shown.
+fn stop_at_once(run_id: &str) {
+    fn leave() -> ! {
+        std::process::exit(i32::from(exit::INTERRUPTED))
+    }
+    // The terminal is tidied up on the way out; should that fail or hang (a terminal
+    // that takes no output), the process leaves all the same.
+    let _ = std::thread::Builder::new().spawn(|| {
+        std::thread::sleep(Duration::from_secs(1));
+        leave()
+    });
+    let line = format!(
+        "error: interrupted again: stopped at once; run {run_id} keeps its last checkpoint \
+         — canvas resume {run_id}"
+    );
+    let _ = std::panic::catch_unwind(|| canvas_ui::terminal::abandon(&line, leave));
+    leave()
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::CliError;
 use super::opts::StoreOpts;
 use super::runs::{RunJson, human_bytes, local_time, runs_word, write_stdout};
-use canvas_store::{RunRecord, RunStatus, Store};
+use canvas_store::{RunRecord, RunStatus};
 
 /// Output formats of `canvas show`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -24,7 +24,7 @@ pub enum ShowFormat {
 /// Options of `canvas show`.
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// The run id (a unique prefix, or `latest`).
+    /// The run id (a unique prefix, or `latest`), or a batch id.
     pub run_id: String,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
@@ -46,7 +46,17 @@ struct ShowJson<'a> {
 
 /// Run `canvas show`.
 pub fn exec(args: ShowArgs) -> Result<u8, CliError> {
-    let (store, rec) = args.store.find_run(&args.run_id)?;
+    let found = args.store.find_run(&args.run_id);
+    // Not a run: maybe a batch.
+    if let Err(e) = &found {
+        if let Some(store) = args.store.open_existing().ok().flatten() {
+            if let Ok(batch) = store.find_batch(&args.run_id) {
+                return super::batches::show(&*store, &batch, args.format == ShowFormat::Json);
+            }
+        }
+        tracing::debug!(error = %e.message, "not a run nor a batch");
+    }
+    let (store, rec) = found?;
     let events = store.events(&rec.id)?.len();
     let size = store.size()?;
     match args.format {
@@ -64,7 +74,7 @@ pub fn exec(args: ShowArgs) -> Result<u8, CliError> {
         ShowFormat::Text => {
             let store = format!(
                 "{} ({}, {})",
-                args.store.path().display(),
+                args.store.location()?,
                 human_bytes(size.bytes),
                 runs_word(size.runs)
             );

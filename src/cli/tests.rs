@@ -91,6 +91,35 @@ fn invalid_command_lines_are_usage_errors() {
 }
 
 #[test]
+fn usage_errors_are_one_error_line_and_a_hint() {
+    use clap::error::ErrorKind;
+    for line in INVALID {
+        let Err(e) = parse(line) else { continue };
+        if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            continue;
+        }
+        let args: Vec<String> = line.split_whitespace().map(String::from).collect();
+        let path = super::command_path(&args);
+        let err = super::usage_error(&e.render().to_string(), &path);
+        assert!(
+            !err.message.is_empty() && !err.message.contains('\n'),
+            "{line}: {:?}",
+            err.message
+        );
+        let hint = err.hint.unwrap_or_default();
+        assert!(
+            !hint.contains('\n') && hint.ends_with(&format!("`{path} --help` shows every option")),
+            "{line}: {hint:?}"
+        );
+        assert_eq!(err.code, super::exit::INVALID);
+    }
+    let args: Vec<String> = ["canvas", "runs", "prune", "--limit", "5"]
+        .map(String::from)
+        .to_vec();
+    assert_eq!(super::command_path(&args), "canvas runs prune");
+}
+
+#[test]
 fn flag_groups_resolve_to_plain_values() {
     let Ok(cli) = parse("canvas run f.json -q hi --store s.db --llm-config c.yaml -v") else {
         panic!("parse");

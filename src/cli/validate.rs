@@ -186,7 +186,7 @@ fn check_file(input: &Input) -> Option<FileReport> {
 
 /// Whether a text parses to something with a canvas's top-level keys (a text that does
 /// not parse counts as one, so its syntax error is reported).
-fn looks_like_canvas(text: &str, format: Format) -> bool {
+pub(super) fn looks_like_canvas(text: &str, format: Format) -> bool {
     match canvas_dsl::load::parse_value(text, format) {
         Ok(serde_json::Value::Object(o)) => ["components", "graph", "dsl"]
             .iter()

@@ -76,7 +76,23 @@ fn every_file_in_canvases_is_a_canvas_its_mock_or_the_readme() {
         if name == "README.md" || files.contains(&name) {
             continue;
         }
-        assert!(is_mock(&name), "{name}: neither a canvas nor a mock script");
+        // A dataset for `canvas batch` (NAME.cases.jsonl) goes with its canvas, and reads.
+        if let Some(stem) = name.strip_suffix(".cases.jsonl") {
+            assert!(
+                files
+                    .iter()
+                    .any(|f| f.rsplit_once('.').map(|(s, _)| s) == Some(stem)),
+                "{name}: a dataset without its canvas"
+            );
+            let path = canvases().join(&name);
+            canvas_batch::dataset::read(&path, &name)
+                .unwrap_or_else(|e| panic!("{name}: not a dataset: {e}"));
+            continue;
+        }
+        assert!(
+            is_mock(&name),
+            "{name}: neither a canvas, a mock script nor a dataset"
+        );
         let stem = name.split(".mock.").next().unwrap_or_default();
         assert!(
             files
@@ -356,6 +372,20 @@ fn the_readme_commands_run_and_do_what_it_says() {
     }
 
     // booking.yaml: the run waits for the four fields.
+    // The batch of support.yaml: every row finishes, one check fails as the README says.
+    let batch = ran
+        .iter()
+        .find(|r| r.line.starts_with("canvas batch "))
+        .expect("canvases/README.md runs a batch");
+    assert_contains(
+        batch,
+        &batch.stdout(),
+        &[
+            "5 rows · 5 succeeded",
+            "1 checks failed",
+            "row return: Categorize:Triage@category_name equals \"complaint\" (got \"product\")",
+        ],
+    );
     let r = find(&ran, "booking.yaml", "# exit 3");
     let evs = events(&r.out.stdout);
     let asked = &evs.last().unwrap()["data"]["inputs"];

@@ -1,7 +1,11 @@
 //! Integration tests: the real `canvas` binary, driven like a user drives it.
 
 mod agent_tools;
+mod batch;
+mod batch_crash;
+mod batch_pg;
 mod canvases;
+mod catalogue;
 mod chat;
 mod checklist;
 mod code_exec;
@@ -27,13 +31,16 @@ mod mcp;
 mod migrate;
 mod models;
 mod peer;
+mod postgres;
 mod prune;
 mod readme;
 mod refuse;
 mod resume;
 mod retrieval;
 mod run;
+mod serve;
 mod stop;
+mod store_faults;
 mod terminal;
 mod util;
 mod validate;

@@ -506,3 +506,150 @@ fn a_form_without_a_terminal_waits_for_resume() {
         assert_eq!(status(&store, run_id), "waiting", "{what}");
     }
 }
+
+/// `begin → Loop:L (3 passes) → Message:Done`, each pass a model call of 700 ms
+/// (`LoopItem:Start → LLM:Think → VariableAssigner:Inc`): the Loop is under way for the
+/// whole run. Its mock script is the second value.
+fn slow_loop() -> (Value, Value) {
+    let canvas = serde_json::json!({"components": {
+        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["Loop:L"], "upstream": []},
+        "Loop:L": {"obj": {"component_name": "Loop", "params": {
+            "loop_variables": [{"variable": "i", "input_mode": "constant", "type": "number", "value": 0}],
+            "loop_termination_condition": [{"variable": "Loop:L@i", "operator": "≥",
+                "input_mode": "constant", "value": 3}],
+            "logical_operator": "and", "maximum_loop_count": 10}},
+            "downstream": ["Message:Done"], "upstream": ["begin"]},
+        "LoopItem:Start": {"obj": {"component_name": "LoopItem", "params": {}},
+            "downstream": ["LLM:Think"], "upstream": [], "parent_id": "Loop:L"},
+        "LLM:Think": {"obj": {"component_name": "LLM", "params": {"llm_id": "mock@Mock",
+            "sys_prompt": "Think.", "prompts": [{"role": "user", "content": "pass {Loop:L@i}"}]}},
+            "downstream": ["VariableAssigner:Inc"], "upstream": ["LoopItem:Start"], "parent_id": "Loop:L"},
+        "VariableAssigner:Inc": {"obj": {"component_name": "VariableAssigner", "params": {"variables": [
+            {"variable": "Loop:L@i", "operator": "+=", "parameter": 1}]}},
+            "downstream": [], "upstream": ["LLM:Think"], "parent_id": "Loop:L"},
+        "Message:Done": {"obj": {"component_name": "Message", "params": {"content": ["i={Loop:L@i}"]}},
+            "downstream": [], "upstream": ["Loop:L"]}
+    }});
+    let mock = serde_json::json!({"rules": [], "default": "thought", "delay_ms": 700});
+    (canvas, mock)
+}
+
+/// Seconds from a duration as the text output shows it (`4 µs`, `2.6 ms`, `1.25 s`,
+/// `1m 05s`).
+fn shown_seconds(s: &str) -> f64 {
+    let s = s.trim();
+    let num = |t: &str| {
+        t.trim()
+            .parse::<f64>()
+            .unwrap_or_else(|e| panic!("{t:?} in {s:?}: {e}"))
+    };
+    if let Some(v) = s.strip_suffix(" µs") {
+        num(v) / 1e6
+    } else if let Some(v) = s.strip_suffix(" ms") {
+        num(v) / 1e3
+    } else if let Some(v) = s.strip_suffix(" s") {
+        num(v)
+    } else if let Some((m, sec)) = s.split_once("m ") {
+        num(m) * 60.0 + num(sec.trim_end_matches('s'))
+    } else {
+        panic!("not a duration: {s:?}")
+    }
+}
+
+/// A run stopped by Ctrl-C, left alone, then resumed: the times of what was under way
+/// when it stopped (the Loop, the turn) count the time it ran, not the time it sat
+/// stopped; so do the text output's node lines and summary.
+#[test]
+fn times_after_a_resume_leave_out_the_time_the_run_was_stopped() {
+    const STOPPED: Duration = Duration::from_secs(3);
+    let dir = tempfile::tempdir().unwrap();
+    let (canvas, mock) = slow_loop();
+    let flow = dir.path().join("slow.json");
+    std::fs::write(&flow, canvas.to_string()).unwrap();
+    let script = dir.path().join("mock.json");
+    std::fs::write(&script, mock.to_string()).unwrap();
+    let store = dir.path().join("s.db");
+    let started = Instant::now();
+    let mut run = Running::start(
+        &[
+            "run",
+            flow.to_str().unwrap(),
+            "--format",
+            "jsonl",
+            "--mock-llm",
+            script.to_str().unwrap(),
+        ],
+        &store,
+        "slow run",
+    );
+    let run_id = run.wait_running(&store);
+    // Stopped in the Loop's second pass, after a model call finished.
+    let deadline = Instant::now() + TIMEOUT;
+    while !stored_events(&store, &run_id)
+        .iter()
+        .any(|e| e["event"] == "node_finished" && e["data"]["component_id"] == "LLM:Think")
+    {
+        assert!(Instant::now() < deadline, "no model call finished");
+        std::thread::sleep(POLL);
+    }
+    sigint(&run);
+    let ended = run.wait();
+    let ran = started.elapsed();
+    assert_eq!(ended.status.code(), Some(130), "{}", ended.stderr);
+    std::thread::sleep(STOPPED);
+
+    let started = Instant::now();
+    let out = cli(&["resume", &run_id, "--format", "text"], &store);
+    let resumed = started.elapsed();
+    expect_code(&out, 0, "canvas resume");
+    // Nothing of this run took longer than the two processes together lived; the
+    // stop alone lasted longer than the resume did.
+    let bound = (ran + resumed).as_secs_f64();
+    assert!(
+        resumed < STOPPED,
+        "the resume took {resumed:?}: the bound proves nothing"
+    );
+    let evs = stored_events(&store, &run_id);
+    let loop_done = evs
+        .iter()
+        .find(|e| e["event"] == "node_finished" && e["data"]["component_id"] == "Loop:L")
+        .expect("Loop:L finished");
+    let turn = evs
+        .iter()
+        .find(|e| e["event"] == "workflow_finished")
+        .expect("workflow_finished");
+    for (what, e) in [("Loop:L", loop_done), ("the turn", turn)] {
+        let t = e["data"]["elapsed_time"].as_f64().expect("elapsed_time");
+        assert!(
+            t > 0.0 && t <= bound,
+            "{what}: elapsed_time {t} s, but the run ran {ran:?} and the resume {resumed:?}"
+        );
+    }
+    // Start + elapsed is still the Loop's end: after the resume began.
+    let end = loop_done["data"]["created_at"].as_f64().unwrap()
+        + loop_done["data"]["elapsed_time"].as_f64().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!(
+        end <= now && end >= now - resumed.as_secs_f64() - 1.0,
+        "the Loop's start + elapsed {end} is not its end (now {now})"
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let loop_line = text
+        .lines()
+        .find(|l| l.starts_with("✓ Loop:L (Loop) "))
+        .unwrap_or_else(|| panic!("no Loop:L line:\n{text}"));
+    let shown = shown_seconds(loop_line.trim_start_matches("✓ Loop:L (Loop) "));
+    assert!(shown <= bound, "{loop_line} (bound {bound} s)\n{text}");
+    let summary = text
+        .lines()
+        .find(|l| l.starts_with("✓ finished · "))
+        .unwrap_or_else(|| panic!("no summary:\n{text}"));
+    let span = summary
+        .split(" · ")
+        .nth(2)
+        .unwrap_or_else(|| panic!("no time in {summary:?}"));
+    assert!(shown_seconds(span) <= bound, "{summary} (bound {bound} s)");
+}

@@ -654,3 +654,167 @@ fn control_characters_from_queries_and_models_are_shown_not_obeyed() {
         "{text:?}"
     );
 }
+
+/// What a terminal shows once `raw` is written to it: the lines of the screen, for the
+/// sequences the text output uses (cursor up and down, carriage return, erase in line
+/// and below, colors and modes ignored).
+fn screen(raw: &str) -> Vec<String> {
+    let mut lines: Vec<Vec<char>> = vec![Vec::new()];
+    let (mut row, mut col) = (0usize, 0usize);
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' if chars.peek() == Some(&'[') => {
+                chars.next();
+                let mut params = String::new();
+                let mut op = ' ';
+                for p in chars.by_ref() {
+                    if ('@'..='~').contains(&p) {
+                        op = p;
+                        break;
+                    }
+                    params.push(p);
+                }
+                let n = params.trim_start_matches('?').parse::<usize>().ok();
+                match op {
+                    'A' => row = row.saturating_sub(n.unwrap_or(1)),
+                    'B' => row += n.unwrap_or(1),
+                    'G' => col = n.unwrap_or(1).saturating_sub(1),
+                    'K' | 'J' => {
+                        while lines.len() <= row {
+                            lines.push(Vec::new());
+                        }
+                        match n.unwrap_or(0) {
+                            2 => lines[row].clear(),
+                            _ => lines[row].truncate(col),
+                        }
+                        if op == 'J' {
+                            lines.truncate(row + 1);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            '\r' => col = 0,
+            '\n' => row += 1,
+            c => {
+                while lines.len() <= row {
+                    lines.push(Vec::new());
+                }
+                let line = &mut lines[row];
+                while line.len() < col {
+                    line.push(' ');
+                }
+                if col < line.len() {
+                    line[col] = c;
+                } else {
+                    line.push(c);
+                }
+                col += 1;
+            }
+        }
+    }
+    lines
+        .into_iter()
+        .map(|l| l.into_iter().collect::<String>().trim_end().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// A second Ctrl-C stops at once: the spinners are erased, one line says how to go
+/// on, exit 130; the run keeps its last checkpoint and `resume` finishes it without
+/// running a finished node again.
+#[test]
+fn a_second_ctrl_c_stops_at_once_and_leaves_a_clean_terminal() {
+    if !have_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Two model calls of 1.5 s each, their answers used by a transform: the spinner of
+    // the second is on the screen when the user presses Ctrl-C twice.
+    let flow = dir.path().join("slow.json");
+    let canvas = json!({"components": {
+        "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["LLM:A"]},
+        "LLM:A": {"obj": {"component_name": "LLM", "params": {"llm_id": "mock@Mock",
+            "sys_prompt": "s", "prompts": [{"role": "user", "content": "first {sys.query}"}]}},
+            "downstream": ["LLM:B"]},
+        "LLM:B": {"obj": {"component_name": "LLM", "params": {"llm_id": "mock@Mock",
+            "sys_prompt": "s", "prompts": [{"role": "user", "content": "second {LLM:A@content}"}]}},
+            "downstream": ["StringTransform:S"]},
+        "StringTransform:S": {"obj": {"component_name": "StringTransform", "params": {
+            "method": "merge", "script": "<<{LLM:B@content}>>", "delimiters": [","]}},
+            "downstream": ["Message:M"]},
+        "Message:M": {"obj": {"component_name": "Message", "params": {
+            "content": ["{StringTransform:S@result}"]}}, "downstream": []}}});
+    std::fs::write(&flow, canvas.to_string()).unwrap();
+    let mock = dir.path().join("mock.json");
+    std::fs::write(
+        &mock,
+        json!({"rules": [], "default": "ok", "delay_ms": 1500}).to_string(),
+    )
+    .unwrap();
+    let store = dir.path().join("s.db");
+    let bin = assert_cmd::cargo::cargo_bin("canvas");
+    let argv = json!([
+        bin,
+        "run",
+        flow,
+        "-q",
+        "hi",
+        "--mock-llm",
+        mock,
+        "--store",
+        store
+    ]);
+    let steps = json!([
+        ["✓ LLM:A", null],
+        ["LLM:B (LLM)", "\u{3}"],
+        ["Ctrl-C again stops at once", "\u{3}"]
+    ]);
+    let s = pty(dir.path(), &argv, &steps, None, &[("NO_COLOR", "1")]);
+    assert_eq!(s.code, Some(130), "{}\n{}", s.driver, s.terminal);
+    let shown = screen(&s.terminal);
+    let last = shown.last().cloned().unwrap_or_default();
+    let run_id = regex::Regex::new(
+        r"^error: interrupted again: stopped at once; run (\S+) keeps its last checkpoint — canvas resume (\S+)$",
+    )
+    .unwrap()
+    .captures(&last)
+    .filter(|c| c[1] == c[2])
+    .map(|c| c[1].to_string())
+    .unwrap_or_else(|| panic!("the last line is {last:?}:\n{}", shown.join("\n")));
+    // No spinner is left on the screen, and the cursor is shown.
+    let spinner = regex::Regex::new(r"^[⠁⠂⠄⡀⢀⠠⠐⠈⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] ").unwrap();
+    assert!(
+        !shown.iter().any(|l| spinner.is_match(l)),
+        "a spinner is left on the screen:\n{}",
+        shown.join("\n")
+    );
+    assert!(
+        s.terminal.ends_with(&format!("{last}\r\n")),
+        "{:?}",
+        s.terminal
+    );
+    assert!(
+        s.terminal.contains("\u{1b}[?25h"),
+        "the cursor is not shown again"
+    );
+    assert_eq!(crate::util::status(&store, &run_id), "running");
+    // Resumable, from its last checkpoint: LLM:A is not run again.
+    let out = crate::util::cli(&["resume", &run_id, "--format", "jsonl"], &store);
+    crate::util::expect_code(&out, 0, "canvas resume");
+    let stored = crate::util::stored_events(&store, &run_id);
+    for id in ["begin", "LLM:A", "LLM:B", "StringTransform:S", "Message:M"] {
+        for ev in ["node_started", "node_finished"] {
+            let n = stored
+                .iter()
+                .filter(|e| e["event"] == ev && e["data"]["component_id"] == id)
+                .count();
+            assert_eq!(n, 1, "{ev} of {id}: {n} times");
+        }
+    }
+    assert_eq!(
+        crate::util::final_content(&stored).as_deref(),
+        Some("<<ok>>")
+    );
+}

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::model::{Dsl, kind_name};
+use super::model::{Dsl, Object, kind_name};
 use super::normalize::normalize;
 
 /// Why a canvas could not be loaded. Messages are lowercase fragments; the CLI
@@ -170,25 +170,36 @@ pub fn from_value(mut value: Value) -> Result<Dsl, DslError> {
             "it has no `components` object and no graph nodes to derive them from".into(),
         ));
     }
-    let comps = match obj.get("components") {
+    // Each component is read on its own, so an error names it; taken out of the value,
+    // so nothing is copied.
+    let comps = match obj.insert("components".into(), Value::Object(Object::new())) {
         Some(Value::Object(c)) => c,
         Some(other) => {
             return Err(DslError::NotACanvas(format!(
                 "`components` is {}, not an object",
-                kind_name(other)
+                kind_name(&other)
             )));
         }
         None => unreachable!("checked above"),
     };
+    let mut components = indexmap::IndexMap::with_capacity(comps.len());
     for (id, c) in comps {
-        if let Err(e) = serde_json::from_value::<super::model::ComponentDef>(c.clone()) {
-            return Err(DslError::Component {
-                id: id.clone(),
-                message: e.to_string(),
-            });
+        match serde_json::from_value::<super::model::ComponentDef>(c) {
+            Ok(def) => {
+                components.insert(id, def);
+            }
+            Err(e) => {
+                return Err(DslError::Component {
+                    id,
+                    message: e.to_string(),
+                });
+            }
         }
     }
-    serde_json::from_value(value).map_err(|e| DslError::NotACanvas(e.to_string()))
+    let mut dsl: Dsl =
+        serde_json::from_value(value).map_err(|e| DslError::NotACanvas(e.to_string()))?;
+    dsl.components = components;
+    Ok(dsl)
 }
 
 #[cfg(test)]

@@ -239,6 +239,11 @@ pub struct RefElement {
 /// Iteration.
 pub fn collect(text: &str, alias: &dyn Fn(&str) -> Option<String>) -> Vec<RefElement> {
     let mut out: Vec<RefElement> = Vec::new();
+    // Every reference has a brace: a text without one needs no pattern (building the
+    // patterns is most of a small run's start).
+    if !text.contains('{') {
+        return out;
+    }
     for m in REF_RE.find_iter(text) {
         let exp = braced(m.as_str());
         if out.iter().any(|e| e.exp == exp) {

@@ -18,7 +18,7 @@ use super::events::{
 use super::graph::Node;
 use super::refs::{self, RefElement};
 use super::services::Services;
-use super::state::{Cursor, RunState};
+use super::state::{Cursor, RunState, time_stopped};
 use super::stop::{StopReason, StopSignal};
 use canvas_llm::ModelSource;
 use canvas_pyrt::{Object, py_repr, truthy};
@@ -34,6 +34,9 @@ pub struct RunConfig {
     pub inputs: Object,
     /// `sys.user_id`, when given.
     pub user_id: Option<String>,
+    /// `sys.files` for this turn, when given (RAGFlow's API: each file's text, or an
+    /// image's data URL).
+    pub files: Option<Vec<Value>>,
     /// Upper bound on components of one batch running at once.
     pub max_parallel: usize,
     /// Seed for random choices (Message alternatives).
@@ -63,6 +66,7 @@ impl Default for RunConfig {
             query: String::new(),
             inputs: Object::new(),
             user_id: None,
+            files: None,
             max_parallel: DEFAULT_MAX_PARALLEL,
             seed: None,
             resume: false,
@@ -229,6 +233,7 @@ pub async fn run_turn(
         error: None,
         partials: Vec::new(),
         steps: 0,
+        stopped: Vec::new(),
     };
     let res = turn.run(&mut em).await;
     let mut state = shared.state.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -252,6 +257,9 @@ struct Turn<'a> {
     partials: Vec<String>,
     /// Components finished by this run of the turn (against `RunConfig::max_steps`).
     steps: u64,
+    /// When the turn was stopped before this process continued it (see
+    /// [`Cursor::stopped`]).
+    stopped: Vec<(f64, f64)>,
 }
 
 impl<'a> Turn<'a> {
@@ -294,9 +302,18 @@ impl<'a> Turn<'a> {
     async fn run(&mut self, em: &mut Emitter<'_>) -> Result<Outcome, RunError> {
         let saved = lock(&self.shared.state).cursor.clone();
         let mut cur = match saved {
-            Some(c) => c,
+            Some(mut c) => {
+                // Continued: the turn was stopped from its last checkpoint until now (the
+                // work after that checkpoint is done again), which no timing counts.
+                let now = now_f64();
+                if let Some(at) = c.saved_at.filter(|at| *at < now) {
+                    c.stopped.push((at, now));
+                }
+                c
+            }
             None => self.begin(em)?,
         };
+        self.stopped.clone_from(&cur.stopped);
         em.ev.message_id.clone_from(&cur.message_id);
         em.ev.created_at = cur.started as i64;
         self.error = cur.error.clone();
@@ -353,6 +370,8 @@ impl<'a> Turn<'a> {
                 let budget_spent = self.cfg.max_steps > 0 && self.steps >= self.cfg.max_steps;
                 let stop = self.cfg.stop.requested();
                 if let Some(reason) = stop.or(budget_spent.then_some(StopReason::StepLimit)) {
+                    // Stored with the state the turn ends with.
+                    cur.saved_at = Some(now_f64());
                     lock(&self.shared.state).cursor = Some(cur);
                     return Ok(Outcome::Stopped { reason });
                 }
@@ -373,7 +392,9 @@ impl<'a> Turn<'a> {
 
     /// Checkpoint the state with the scheduler's position.
     fn save(&self, cur: &Cursor, em: &mut Emitter<'_>) -> std::io::Result<()> {
-        lock(&self.shared.state).cursor = Some(cur.clone());
+        let mut saved = cur.clone();
+        saved.saved_at = Some(now_f64());
+        lock(&self.shared.state).cursor = Some(saved);
         em.checkpoint(self.shared)
     }
 
@@ -419,6 +440,9 @@ impl<'a> Turn<'a> {
                 next: idx,
                 error: None,
                 partials: Vec::new(),
+                // The checkpoint below stores it.
+                saved_at: Some(started),
+                stopped: Vec::new(),
             };
             st.streaming.clear();
             st.usage = Default::default();
@@ -488,6 +512,10 @@ impl<'a> Turn<'a> {
         }
         if let Some(u) = self.cfg.user_id.as_ref().filter(|u| !u.is_empty()) {
             st.globals.insert("sys.user_id".into(), json!(u));
+        }
+        if let Some(f) = self.cfg.files.as_ref().filter(|f| !f.is_empty()) {
+            st.globals
+                .insert("sys.files".into(), Value::Array(f.clone()));
         }
         let turns = st
             .globals
@@ -891,7 +919,22 @@ impl<'a> Turn<'a> {
 
     fn finished(&self, node: &'a Node) -> NodeFinished {
         let refs = self.text_refs(node);
-        let st = lock(&self.shared.state);
+        let now = now_f64();
+        let mut st = lock(&self.shared.state);
+        // A node under way when the turn was stopped (a Loop, a batch not post-processed
+        // yet): its start moves later by the time the turn was stopped, so that its
+        // elapsed time counts only running time and start + elapsed is still its end.
+        let started = st
+            .nodes
+            .get(&node.id)
+            .and_then(|n| n.outputs.get("_created_time"))
+            .and_then(Value::as_f64);
+        if let Some(created) = started {
+            let shift = time_stopped(&self.stopped, created, now);
+            if shift > 0.0 {
+                st.set_output(&node.id, "_created_time", json!(created + shift));
+            }
+        }
         let ns = st.nodes.get(&node.id);
         let recorded = ns.map(|n| &n.inputs);
         let get = |k: &str| {
@@ -924,7 +967,7 @@ impl<'a> Turn<'a> {
         let created = outputs
             .get("_created_time")
             .and_then(Value::as_f64)
-            .unwrap_or_else(now_f64);
+            .unwrap_or(now);
         NodeFinished {
             inputs,
             outputs,
@@ -932,10 +975,16 @@ impl<'a> Turn<'a> {
             component_name: node.name.clone(),
             component_type: node.class.clone(),
             error: st.error_of(&node.id),
-            elapsed_time: now_f64() - created,
+            elapsed_time: now - created,
             created_at: created,
             usage: st.usage.nodes.get(&node.id).copied(),
         }
+    }
+
+    /// Seconds from `started` until now that the turn ran (its stops left out).
+    fn running_since(&self, started: f64) -> f64 {
+        let now = now_f64();
+        now - started - time_stopped(&self.stopped, started, now)
     }
 
     /// Routing after a component (`engine.md` §4.4 step 4).
@@ -1031,7 +1080,7 @@ impl<'a> Turn<'a> {
                 em.emit(EventKind::WorkflowFinished(WorkflowFinished {
                     inputs: Value::Object(self.cfg.inputs.clone()),
                     outputs: json!("Task has been canceled"),
-                    elapsed_time: now_f64() - started,
+                    elapsed_time: self.running_since(started),
                     created_at: started,
                     usage,
                 }))?;
@@ -1062,7 +1111,7 @@ impl<'a> Turn<'a> {
         em.emit(EventKind::WorkflowFinished(WorkflowFinished {
             inputs: Value::Object(self.cfg.inputs.clone()),
             outputs: outputs.clone(),
-            elapsed_time: now_f64() - started,
+            elapsed_time: self.running_since(started),
             created_at: started,
             usage,
         }))?;

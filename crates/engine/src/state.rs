@@ -147,6 +147,22 @@ pub struct Cursor {
     /// (RAGFlow's `partials`), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub partials: Vec<String>,
+    /// When this cursor was stored, Unix seconds: a turn continued later was stopped
+    /// from then on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved_at: Option<f64>,
+    /// The spans `[from, to]` (Unix seconds) the turn spent stopped before it was
+    /// continued, oldest first: timings count only the time it ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stopped: Vec<(f64, f64)>,
+}
+
+/// Seconds of `[from, to]` that fall in the spans `stopped` (see [`Cursor::stopped`]).
+pub fn time_stopped(stopped: &[(f64, f64)], from: f64, to: f64) -> f64 {
+    stopped
+        .iter()
+        .map(|&(a, b)| (b.min(to) - a.max(from)).max(0.0))
+        .sum()
 }
 
 impl RunState {
@@ -186,5 +202,22 @@ impl RunState {
     /// True when the component id exists in this run.
     pub fn has_node(&self, cpn: &str) -> bool {
         self.nodes.contains_key(cpn)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_stopped;
+
+    #[test]
+    fn only_the_stops_within_a_span_count() {
+        let stops = [(10.0, 20.0), (30.0, 35.0)];
+        assert_eq!(time_stopped(&stops, 0.0, 40.0), 15.0);
+        // Started during the first stop (run again after it), or after both.
+        assert_eq!(time_stopped(&stops, 15.0, 40.0), 10.0);
+        assert_eq!(time_stopped(&stops, 36.0, 40.0), 0.0);
+        // Ended before the second.
+        assert_eq!(time_stopped(&stops, 0.0, 25.0), 10.0);
+        assert_eq!(time_stopped(&[], 0.0, 40.0), 0.0);
     }
 }

@@ -30,6 +30,15 @@ impl StopSignal {
         Self::default()
     }
 
+    /// A signal of its own whose interrupt is `interrupt`, shared with others: one
+    /// Ctrl-C stops every run of a process, a cancel only this one.
+    pub fn sharing_interrupt(interrupt: Arc<AtomicBool>) -> Self {
+        StopSignal {
+            interrupt,
+            cancel: Arc::default(),
+        }
+    }
+
     /// The flag a signal handler sets for an interrupt.
     pub fn interrupt_flag(&self) -> Arc<AtomicBool> {
         Arc::clone(&self.interrupt)

@@ -4,7 +4,6 @@
 use std::sync::LazyLock;
 
 use minijinja::{Environment, UndefinedBehavior};
-use regex::Regex;
 use serde_json::Value;
 
 use super::refs::{REF_RE, REF_RE_CASED, RefError, braced, resolve_with};
@@ -67,12 +66,15 @@ pub fn identifier(exp: &str) -> String {
     id
 }
 
-static JINJA_BLOCK: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?s)\{%.*?%\}").expect("static regex"));
-
 /// True when a text uses Jinja syntax (`{% … %}`, `{{` or `}}`).
 pub fn has_jinja(text: &str) -> bool {
-    text.contains("{{") || text.contains("}}") || JINJA_BLOCK.is_match(text)
+    // `(?s)\{%.*?%\}` matches when a `%}` follows the first `{%` (a later `{%` has
+    // fewer `%}` after it): found by two scans, without building the regex.
+    text.contains("{{")
+        || text.contains("}}")
+        || text
+            .find("{%")
+            .is_some_and(|i| text[i + 2..].contains("%}"))
 }
 
 /// Instructions one Jinja render may run (minijinja's fuel). A render runs inside a
@@ -253,6 +255,26 @@ pub fn stream_pieces(text: &str) -> Vec<Piece> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn has_jinja_finds_what_the_block_pattern_found() {
+        let block = regex::Regex::new(r"(?s)\{%.*?%\}").unwrap();
+        // Every string of up to 6 characters over the pattern's alphabet.
+        let alphabet = ['{', '%', '}', 'a', '\n'];
+        let mut texts = vec![String::new()];
+        for _ in 0..6 {
+            let longer: Vec<String> = texts
+                .iter()
+                .flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}")))
+                .collect();
+            texts.extend(longer);
+            texts.dedup();
+        }
+        for t in &texts {
+            let want = t.contains("{{") || t.contains("}}") || block.is_match(t);
+            assert_eq!(has_jinja(t), want, "{t:?}");
+        }
+    }
     use super::*;
     use crate::state::NodeState;
     use serde_json::json;

@@ -6,6 +6,7 @@
 //! and the token usage at the end. Components turn it into events; this module knows
 //! nothing of canvases.
 
+pub mod limit;
 pub mod mock;
 pub mod openai;
 pub mod provider;

@@ -3,6 +3,7 @@
 //! Zhipu, SiliconFlow, MiniMax, Ollama, vLLM, LM Studio, …).
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -11,6 +12,7 @@ use futures::stream::BoxStream;
 use rand::Rng;
 use serde_json::{Map, Value, json};
 
+use super::limit::{Gate, MAX_THROTTLED};
 use super::{
     ChatModel, ChatRequest, Delta, DeltaStream, ErrorCode, LlmError, Message, Retry, Role,
     ToolCall, Usage, count_tokens,
@@ -65,12 +67,25 @@ const ERROR_BODY_LIMIT: usize = 64 * 1024;
 pub struct OpenAiModel {
     endpoint: Endpoint,
     http: reqwest::Client,
+    /// The provider's limits, when calls share them (many runs at once).
+    gate: Option<Arc<Gate>>,
 }
 
 impl OpenAiModel {
     /// A model calling `endpoint` through `http` (share one client between models).
     pub fn new(endpoint: Endpoint, http: reqwest::Client) -> OpenAiModel {
-        OpenAiModel { endpoint, http }
+        OpenAiModel {
+            endpoint,
+            http,
+            gate: None,
+        }
+    }
+
+    /// The same model with its attempts going through `gate` (its provider's rate and
+    /// shared backoff).
+    pub fn with_gate(mut self, gate: Arc<Gate>) -> OpenAiModel {
+        self.gate = Some(gate);
+        self
     }
 
     /// The HTTP client models share: 10 s connect timeout, `canvas/<version>` user agent.
@@ -120,6 +135,8 @@ impl ChatModel for OpenAiModel {
             retry: req.retry,
             attempts: req.retry.max_retries.saturating_add(1),
             attempt: 0,
+            gate: self.gate.clone(),
+            throttled: 0,
             prompt_tokens,
             phase: Phase::Send,
             out: VecDeque::new(),
@@ -470,6 +487,10 @@ struct Call {
     attempts: u32,
     /// The attempt under way (from 1).
     attempt: u32,
+    /// The provider's limits, if shared.
+    gate: Option<Arc<Gate>>,
+    /// Attempts refused with 429 and sent again through the gate.
+    throttled: u32,
     /// The estimate used when the server reports no usage.
     prompt_tokens: u64,
     phase: Phase,
@@ -514,9 +535,17 @@ impl Call {
             match &mut self.phase {
                 Phase::Done => return None,
                 Phase::Send => {
+                    if let Some(g) = self.gate.clone() {
+                        g.admit().await;
+                    }
                     self.attempt += 1;
                     match Call::send(self.request()).await {
-                        Ok(reading) => self.phase = Phase::Body(reading),
+                        Ok(reading) => {
+                            if let Some(g) = &self.gate {
+                                g.passed();
+                            }
+                            self.phase = Phase::Body(reading);
+                        }
                         Err(f) => self.failed(f).await,
                     }
                 }
@@ -617,6 +646,17 @@ impl Call {
     /// Retry after a wait when the failure allows it, else end with its error.
     async fn failed(&mut self, f: Failure) {
         let code = f.code();
+        // A provider's rate limit, with shared limits: every call to it waits, and this
+        // attempt is sent again then, not counted against the component's retries.
+        if let (Some(g), ErrorCode::RateLimitExceeded) = (&self.gate, code) {
+            if !self.produced && self.throttled < MAX_THROTTLED {
+                self.throttled += 1;
+                g.throttled(f.retry_after());
+                self.attempt -= 1;
+                self.phase = Phase::Send;
+                return;
+            }
+        }
         if code.retryable() && !self.produced && self.attempt < self.attempts {
             // Drop the failed answer's connection before waiting.
             self.phase = Phase::Send;

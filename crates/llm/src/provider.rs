@@ -420,6 +420,8 @@ pub struct Providers {
     env: Env,
     http: OnceLock<reqwest::Client>,
     models: Mutex<HashMap<String, Arc<OpenAiModel>>>,
+    /// Per-provider limits shared by every call (many runs at once), if any.
+    limits: Option<Arc<crate::limit::Limits>>,
 }
 
 impl std::fmt::Debug for Providers {
@@ -441,7 +443,15 @@ impl Providers {
             env,
             http: OnceLock::new(),
             models: Mutex::new(HashMap::new()),
+            limits: None,
         }
+    }
+
+    /// The same providers with every call going through `limits` (a rate per provider
+    /// and a backoff the provider's calls share).
+    pub fn with_limits(mut self, limits: Arc<crate::limit::Limits>) -> Providers {
+        self.limits = Some(limits);
+        self
     }
 
     /// An environment variable, empty counting as unset.
@@ -657,7 +667,12 @@ impl Providers {
             return Ok(m.clone());
         }
         let endpoint = self.resolve(&key)?;
-        let model = Arc::new(OpenAiModel::new(endpoint, self.http()));
+        let gate = self.limits.as_ref().map(|l| l.gate(&endpoint.base_url));
+        let model = OpenAiModel::new(endpoint, self.http());
+        let model = Arc::new(match gate {
+            Some(g) => model.with_gate(g),
+            None => model,
+        });
         models.insert(key, model.clone());
         Ok(model)
     }

@@ -44,6 +44,27 @@ impl EventChunk {
         self.count += 1;
     }
 
+    /// Append one event to `chunks`: to the last chunk when it has the same envelope,
+    /// else to a new one.
+    pub fn append(
+        chunks: &mut Vec<EventChunk>,
+        message_id: &str,
+        created_at: i64,
+        name: &str,
+        data: &str,
+    ) {
+        match chunks.last_mut() {
+            Some(c) if c.message_id == message_id && c.created_at == created_at => {
+                c.push(name, data);
+            }
+            _ => {
+                let mut c = EventChunk::new(message_id, created_at);
+                c.push(name, data);
+                chunks.push(c);
+            }
+        }
+    }
+
     /// True when it holds no event.
     pub fn is_empty(&self) -> bool {
         self.count == 0

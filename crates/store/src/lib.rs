@@ -1,24 +1,38 @@
 //! The durable run store: runs, their turns, checkpoints of their `RunState`, their
-//! event streams, leases (one process runs a run at a time), cancel requests, and the
-//! schema migrations of the file that holds them.
+//! event streams, leases (one process runs a run at a time), cancel requests, batches of
+//! runs ([`batch`]), and the schema migrations of the file that holds them.
 //!
 //! [`Store`] is the seam; [`SqliteStore`] implements it on one SQLite file that many
-//! processes may share. A process running a run plans its checkpoints itself
+//! processes may share, [`PgStore`] on a PostgreSQL database that many machines may
+//! share (`--store postgres://…`: [`Location`]). Both store the same things the same
+//! way (`rows.rs` makes the stored form over each backend's row operations). Store
+//! calls block: async code makes them through [`blocking`] (a PostgreSQL store refuses
+//! a call made straight from a thread driving an async runtime). A process running a run plans its checkpoints itself
 //! ([`Checkpointer`]: deltas from the last one, [`delta`]) and hands them, with the
 //! run's events, to a [`writer`] thread that commits what many runs give it in one
 //! transaction. Events are kept compact ([`EventChunk`]): the payloads, without the
 //! envelope a turn's events share; reading them back gives the JSON lines as emitted.
 
+pub mod agents;
+pub mod batch;
 mod blobs;
+mod blocking;
 mod checkpoint;
 mod chunk;
 pub mod delta;
 mod json_text;
 pub mod lease;
+pub mod postgres;
+mod record;
 mod retention;
-mod schema;
+mod rows;
 mod sqlite;
 pub mod writer;
+
+#[cfg(test)]
+mod behaviour;
+#[cfg(test)]
+mod testkit;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -30,13 +44,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+pub use agents::{AgentChange, AgentRecord, Agents, SessionQuery, SessionRecord};
+pub use batch::{
+    BatchRecord, BatchRow, Batches, ClaimedRow, RowCounts, RowEnd, RowSpec, RowStatus,
+};
+pub use blocking::{blocking, call};
 pub use checkpoint::{CheckpointWrite, Checkpointer};
 pub use chunk::{Encoded, EventChunk, StoredChunk};
 pub use delta::{CursorDelta, Delta, apply, diff};
 pub use lease::holder as lease_holder;
+pub use postgres::{PG_SCHEMA_VERSION, PgStore, PgUrl};
 pub use retention::{AutoVacuum, PruneFilter, Reclaimed, StoreSize};
-pub use schema::SCHEMA_VERSION;
-pub use sqlite::SqliteStore;
+pub use sqlite::{SCHEMA_VERSION, SqliteStore};
 
 /// Where a run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -247,7 +266,7 @@ pub fn canvas_hash(text: &str) -> String {
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// SQLite refused an operation.
-    #[error("store: {context}: {source}")]
+    #[error("{context}: {source}")]
     Sqlite {
         /// What the store was doing.
         context: String,
@@ -255,6 +274,32 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    /// PostgreSQL refused an operation (or could not be reached).
+    #[error("{context}: {}", postgres::one_line(.source))]
+    Postgres {
+        /// What the store was doing.
+        context: String,
+        /// The client's or the server's error.
+        #[source]
+        source: ::postgres::Error,
+    },
+    /// A store URL that cannot be used (shown without its password).
+    #[error("invalid store URL {url}: {why}")]
+    BadUrl {
+        /// The URL, its password hidden.
+        url: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A blocking store (PostgreSQL) was called straight from a thread driving an async
+    /// runtime, not through [`blocking`].
+    #[error(
+        "store: called from inside an async runtime, where a blocking PostgreSQL call would stall it (call it through canvas_store::blocking, or from a plain thread)"
+    )]
+    AsyncContext,
+    /// No connection to the server became free in time.
+    #[error("store: {0}")]
+    Busy(String),
     /// No run has this id (or prefix).
     #[error("no run matches \"{0}\"")]
     NotFound(String),
@@ -267,17 +312,21 @@ pub enum StoreError {
         matches: Vec<String>,
     },
     /// The file was written by a newer `canvas`; this one will not write to it.
-    #[error(
-        "the store's schema version {found} is newer than this canvas supports ({supported}); upgrade canvas or use another --store"
-    )]
+    #[error("the store's schema version {found} is newer than this canvas supports ({supported})")]
     NewerSchema {
         /// The file's schema version.
         found: i64,
         /// The newest version this binary knows.
         supported: i64,
     },
+    /// The file is an SQLite database, but not a run store (it is left as it is).
+    #[error("{0}")]
+    NotAStore(String),
+    /// The file (or its directory) cannot be written, so runs cannot be stored in it.
+    #[error("{0}")]
+    ReadOnly(String),
     /// The store file or its directory could not be created.
-    #[error("cannot create the store at {path}")]
+    #[error("cannot create the store at {}: {source}", path.display())]
     Io {
         /// The path concerned.
         path: PathBuf,
@@ -286,7 +335,7 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// A stored JSON value (state, delta, form) could not be read or written.
-    #[error("store: {context}: {source}")]
+    #[error("{context}: {source}")]
     Json {
         /// What the store was doing.
         context: String,
@@ -302,8 +351,11 @@ pub enum StoreError {
         /// The lease holder.
         owner: String,
     },
+    /// A value that must be unique is taken (an agent's title).
+    #[error("{0}")]
+    Duplicate(String),
     /// A stored value that this binary cannot read.
-    #[error("store: corrupt data: {0}")]
+    #[error("corrupt data: {0}")]
     Corrupt(String),
     /// The run's checkpoints moved on without this process: another one runs it.
     #[error(
@@ -317,20 +369,115 @@ pub enum StoreError {
         /// The one this process based its write on.
         expected: i64,
     },
-    /// A group commit failed as a whole (every write in it is undone).
-    #[error("store: committing a group of writes: {0}")]
-    Group(String),
+    /// A group commit failed as a whole (every write in it is undone): the group's error,
+    /// shared by each write of the group.
+    #[error("{0}")]
+    Group(std::sync::Arc<StoreError>),
     /// The writer thread is gone (it stopped after an earlier failure).
-    #[error("store: the writer has stopped")]
+    #[error("the store's writer has stopped")]
     WriterGone,
+}
+
+/// What kind of trouble a [`StoreError`] is: what a user can do about it decides the
+/// message and the exit code a command gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The file or its directory cannot be written (permissions, a read-only file system).
+    ReadOnly,
+    /// A write failed: the disk is full, a file-size limit or quota was reached, or the
+    /// disk itself failed.
+    WriteFailed,
+    /// The file is not a run store, or a damaged one.
+    Damaged,
+    /// The file was written by a newer `canvas`.
+    Newer,
+    /// Anything else (a missing run, a busy store, a lease held elsewhere...).
+    Other,
+}
+
+impl StoreError {
+    /// The kind of trouble this is.
+    pub fn fault(&self) -> Fault {
+        match self {
+            StoreError::Sqlite { source, .. } => sqlite_fault(source),
+            StoreError::Postgres { source, .. } => postgres_fault(source),
+            StoreError::NewerSchema { .. } => Fault::Newer,
+            StoreError::NotAStore(_) | StoreError::Corrupt(_) | StoreError::Json { .. } => {
+                Fault::Damaged
+            }
+            StoreError::ReadOnly(_) => Fault::ReadOnly,
+            StoreError::Io { source, .. } => match source.kind() {
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+                    Fault::ReadOnly
+                }
+                std::io::ErrorKind::StorageFull
+                | std::io::ErrorKind::FileTooLarge
+                | std::io::ErrorKind::QuotaExceeded => Fault::WriteFailed,
+                _ => Fault::Other,
+            },
+            StoreError::Group(e) => e.fault(),
+            StoreError::BadUrl { .. } | StoreError::AsyncContext | StoreError::Busy(_) => {
+                Fault::Other
+            }
+            StoreError::NotFound(_)
+            | StoreError::Ambiguous { .. }
+            | StoreError::Leased { .. }
+            | StoreError::Duplicate(_)
+            | StoreError::Conflict { .. }
+            | StoreError::WriterGone => Fault::Other,
+        }
+    }
+
+    /// What went wrong, without what the store was doing: SQLite's own words for its
+    /// errors (`database or disk is full`), the whole message otherwise.
+    pub fn reason(&self) -> String {
+        match self {
+            StoreError::Sqlite { source, .. } => source.to_string(),
+            StoreError::Json { source, .. } => source.to_string(),
+            StoreError::Io { source, .. } => source.to_string(),
+            StoreError::Group(e) => e.reason(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// The fault of an SQLite error, by its primary result code.
+fn sqlite_fault(e: &rusqlite::Error) -> Fault {
+    use rusqlite::ErrorCode as C;
+    match e.sqlite_error_code() {
+        Some(C::ReadOnly) => Fault::ReadOnly,
+        Some(C::DiskFull | C::SystemIoFailure) => Fault::WriteFailed,
+        Some(C::DatabaseCorrupt | C::NotADatabase) => Fault::Damaged,
+        _ => Fault::Other,
+    }
+}
+
+/// The fault of a PostgreSQL error, by its SQLSTATE.
+fn postgres_fault(e: &::postgres::Error) -> Fault {
+    use ::postgres::error::SqlState as S;
+    match e.code() {
+        Some(c) if *c == S::DISK_FULL || *c == S::OUT_OF_MEMORY => Fault::WriteFailed,
+        Some(c) if *c == S::READ_ONLY_SQL_TRANSACTION || *c == S::INSUFFICIENT_PRIVILEGE => {
+            Fault::ReadOnly
+        }
+        Some(c) if *c == S::DATA_CORRUPTED || *c == S::INDEX_CORRUPTED => Fault::Damaged,
+        _ => Fault::Other,
+    }
 }
 
 /// The store's result type.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// Durable storage of runs, their events and checkpoints (SQLite today; room for a
-/// networked store).
-pub trait Store: Send + Sync {
+/// Durable storage of runs, their events and checkpoints, of batches of runs, and of
+/// `canvas serve`'s agents and sessions (SQLite or PostgreSQL). Calls block: from async code, make them through [`call`] (or
+/// [`blocking`]).
+pub trait Store: Batches + Agents + Send + Sync {
+    /// Whether its calls return in microseconds (a local file): async code then makes
+    /// them in place rather than hand its thread's tasks over first ([`call`]).
+    fn calls_are_quick(&self) -> bool {
+        false
+    }
+
     /// Insert a new run.
     fn create_run(&self, rec: &RunRecord) -> Result<()>;
     /// Insert a new run and record its first turn, in one transaction (so a run never
@@ -403,6 +550,35 @@ pub trait Store: Send + Sync {
     fn reclaim(&self) -> Result<Reclaimed>;
     /// How big the store is: bytes on disk, pages, free pages, runs and events.
     fn size(&self) -> Result<StoreSize>;
+}
+
+/// Where a store is: a SQLite file, or a PostgreSQL database (`postgres://…` or
+/// `postgresql://…`). Shown, it never holds a password.
+#[derive(Debug, Clone)]
+pub enum Location {
+    /// A SQLite file.
+    File(PathBuf),
+    /// A PostgreSQL database and schema.
+    Postgres(Box<PgUrl>),
+}
+
+impl Location {
+    /// A `--store` value: a PostgreSQL URL, else a file path.
+    pub fn parse(value: &std::path::Path) -> Result<Location> {
+        match value.to_str() {
+            Some(s) if PgUrl::is_postgres(s) => Ok(Location::Postgres(Box::new(PgUrl::parse(s)?))),
+            _ => Ok(Location::File(value.to_path_buf())),
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::File(p) => write!(f, "{}", p.display()),
+            Location::Postgres(u) => write!(f, "{u}"),
+        }
+    }
 }
 
 /// The default store file: `$CANVAS_STORE`, else `$XDG_DATA_HOME/canvas/canvas.db`, else

@@ -60,6 +60,14 @@ pub fn spawn_scoped<'scope, 'env>(
     WriterHandle { tx }
 }
 
+/// Start a writer on a shared `store` in a thread of its own; it ends, after committing
+/// what was queued, when every handle is dropped (join it to wait for that).
+pub fn spawn(store: std::sync::Arc<dyn Store>) -> (WriterHandle, thread::JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel();
+    let join = thread::spawn(move || run(store.as_ref(), &rx));
+    (WriterHandle { tx }, join)
+}
+
 /// The writer's loop: commit what is queued, in groups, until every handle is gone.
 fn run(store: &dyn Store, rx: &mpsc::Receiver<Job>) {
     while let Ok(first) = rx.recv() {
@@ -80,9 +88,9 @@ fn run(store: &dyn Store, rx: &mpsc::Receiver<Job>) {
                 }
             }
             Err(e) => {
-                let msg = e.to_string();
+                let e = std::sync::Arc::new(e);
                 for done in dones {
-                    done(Err(StoreError::Group(msg.clone())));
+                    done(Err(StoreError::Group(std::sync::Arc::clone(&e))));
                 }
             }
         }
@@ -92,72 +100,6 @@ fn run(store: &dyn Store, rx: &mpsc::Receiver<Job>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{EventChunk, RunRecord, SqliteStore, TurnKind};
-    use serde_json::json;
-    use std::sync::{Arc, Mutex};
-
-    #[test]
-    fn writes_of_many_runs_are_committed_in_order_and_acknowledged() {
-        let store = SqliteStore::open_in_memory().unwrap();
-        let ids: Vec<String> = (0..4)
-            .map(|_| {
-                let rec = RunRecord::new("f", "{}");
-                store
-                    .create_run_with_turn(&rec, TurnKind::Start, "", &json!({}))
-                    .unwrap();
-                rec.id
-            })
-            .collect();
-        let acked = Arc::new(Mutex::new(Vec::new()));
-        thread::scope(|s| {
-            let w = spawn_scoped(s, &store);
-            for i in 0..50 {
-                for id in &ids {
-                    let mut c = EventChunk::new("m", 1);
-                    c.push("message", &format!(r#"{{"content":"{i}"}}"#));
-                    let mut write = RunWrite::new(id.clone(), 1);
-                    write.events.push(c);
-                    let acked = Arc::clone(&acked);
-                    let key = (id.clone(), i);
-                    w.submit(
-                        write,
-                        Box::new(move |r| {
-                            r.unwrap();
-                            acked.lock().unwrap().push(key);
-                        }),
-                    );
-                }
-            }
-        });
-        let acked = acked.lock().unwrap();
-        assert_eq!(acked.len(), 200);
-        for id in &ids {
-            let order: Vec<i32> = acked.iter().filter(|(r, _)| r == id).map(|p| p.1).collect();
-            assert_eq!(order, (0..50).collect::<Vec<_>>(), "acknowledged in order");
-            let evs = store.events(id).unwrap();
-            assert_eq!(evs.len(), 50);
-            assert!(evs[49].contains(r#""content":"49""#), "{}", evs[49]);
-        }
-    }
-
-    #[test]
-    fn one_failing_write_leaves_the_others_of_its_group_in() {
-        let store = SqliteStore::open_in_memory().unwrap();
-        let rec = RunRecord::new("f", "{}");
-        store
-            .create_run_with_turn(&rec, TurnKind::Start, "", &json!({}))
-            .unwrap();
-        let mut good = RunWrite::new(rec.id.clone(), 1);
-        let mut c = EventChunk::new("m", 1);
-        c.push("message", "{}");
-        good.events.push(c.clone());
-        let mut bad = RunWrite::new("NO-SUCH-RUN", 1);
-        bad.events.push(c);
-        let res = store.write(&[bad, good]).unwrap();
-        assert!(matches!(res[0], Err(StoreError::NotFound(_))), "{res:?}");
-        assert!(res[1].is_ok());
-        assert_eq!(store.events(&rec.id).unwrap().len(), 1);
-    }
 
     #[test]
     fn a_write_after_the_writer_stopped_fails_at_once() {

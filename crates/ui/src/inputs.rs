@@ -52,6 +52,18 @@ pub fn from_file_text(
     let Value::Object(map) = parse_value(text, format)? else {
         return Err(InputsError::NotAMap);
     };
+    from_map(map, declared, unfit).map_err(InputsError::Unfit)
+}
+
+/// Values by key (an inputs file's, a dataset row's) in API shape: bare values typed
+/// and checked by their fields (an error carries no hint: there is no `-i` to suggest);
+/// `unfit` hears about each entry in API shape whose value does not fit, as in
+/// [`from_file_text`].
+pub fn from_map(
+    map: Object,
+    declared: &Object,
+    unfit: &mut dyn FnMut(&Unfit),
+) -> Result<Object, Unfit> {
     let mut out = Object::new();
     for (k, v) in map {
         let decl = declared.get(&k);
@@ -63,12 +75,9 @@ pub fn from_file_text(
                 }
                 Value::Object(o)
             }
-            // A file has no `-i` to suggest: its errors carry no hint.
-            bare => checked(&k, bare, decl).map_err(|e| {
-                InputsError::Unfit(Unfit {
-                    message: e.message,
-                    hint: None,
-                })
+            bare => checked(&k, bare, decl).map_err(|e| Unfit {
+                message: e.message,
+                hint: None,
             })?,
         };
         out.insert(k, api_shape(v, decl));

@@ -9,6 +9,7 @@ mod jsonl;
 pub mod output;
 pub mod prompt;
 mod sse;
+pub mod terminal;
 mod text;
 
 use std::io;

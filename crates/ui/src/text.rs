@@ -46,8 +46,11 @@ impl Spinners {
         } else {
             "{spinner} {msg} {elapsed}"
         };
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        // Known to the terminal module, which erases them if the process must stop at once.
+        super::terminal::spinners_shown(Some(&multi));
         Spinners {
-            multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
+            multi,
             style: ProgressStyle::with_template(template)
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             running: HashMap::new(),
@@ -94,6 +97,12 @@ impl Spinners {
             self.multi.remove(&pb);
         }
         let _ = self.multi.clear();
+    }
+}
+
+impl Drop for Spinners {
+    fn drop(&mut self) {
+        super::terminal::spinners_shown(None);
     }
 }
 
@@ -147,6 +156,7 @@ impl<W: Write + Send> TextRenderer<W> {
             self.in_message = false;
             self.out.write_all(b"\n")?;
             self.out.flush()?;
+            super::terminal::mid_line(false);
         }
         if let Some(sp) = &mut self.spinners {
             sp.show();
@@ -156,6 +166,9 @@ impl<W: Write + Send> TextRenderer<W> {
 
     /// Write text above the spinners.
     fn write(&mut self, text: &str) -> io::Result<()> {
+        if !text.is_empty() {
+            super::terminal::mid_line(!text.ends_with('\n'));
+        }
         let out = &mut self.out;
         match &self.spinners {
             Some(sp) if !sp.hidden => sp.multi.suspend(|| {

@@ -1,7 +1,7 @@
 //! Rules for older DSL shapes and class names: the Go port's flat components, and the
 //! classes RAGFlow renamed or replaced (`Generate`, `Answer`, `Fillup`, ...).
 
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use serde_json::{Value, json};
 
@@ -207,7 +207,14 @@ pub(super) fn legacy_names(dsl: &mut Object, log: &mut Log) {
             );
         }
     }
-    display_messages(comps, &answers, &classes, log);
+    // Only an Answer needs a Message before it: without one there is nothing to do.
+    if !answers.is_empty() {
+        let by_id: HashMap<&str, &str> = classes
+            .iter()
+            .map(|(i, c)| (i.as_str(), c.as_str()))
+            .collect();
+        display_messages(comps, &answers, &by_id, log);
+    }
     rename_graph_labels(dsl, &renamed_labels, log);
 }
 
@@ -294,12 +301,12 @@ fn generate_params(
 fn display_messages(
     comps: &mut Object,
     answers: &HashSet<&str>,
-    classes: &[(String, String)],
+    classes: &HashMap<&str, &str>,
     log: &mut Log,
 ) {
     let mut inserts: Vec<(String, String, &'static str)> = Vec::new();
     for (id, c) in comps.iter() {
-        let class = class_in(classes, id);
+        let class = classes.get(id.as_str()).copied().unwrap_or("");
         let Some(out) = main_output(class).filter(|_| !class.eq_ignore_ascii_case("answer")) else {
             continue;
         };

@@ -5,12 +5,12 @@
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use super::{Result, StoreError};
+use crate::{Result, StoreError};
 
 /// The schema version this binary writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-pub(super) const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[&str] = &[
     // 1: runs, events, checkpoints.
     "CREATE TABLE runs (
         id               TEXT PRIMARY KEY NOT NULL,
@@ -108,16 +108,115 @@ pub(super) const MIGRATIONS: &[&str] = &[
     BEGIN DELETE FROM blobs WHERE hash = OLD.hash; END;
     ALTER TABLE event_chunks ADD COLUMN cuts TEXT;  -- JSON [[offset, hash], ...] or NULL
     ALTER TABLE checkpoints ADD COLUMN cuts TEXT;",
+    // 7: batches (a canvas run over a dataset's rows) and their rows, claimed by workers
+    // with leases; a row's run is tied to it before it is created. `open` is cleared
+    // when the last row is done: workers join an open batch of the same key.
+    "CREATE TABLE batches (
+        id          TEXT PRIMARY KEY NOT NULL,
+        key         TEXT NOT NULL,          -- digest of the canvas and the dataset
+        source      TEXT NOT NULL,
+        canvas      TEXT NOT NULL,
+        canvas_hash TEXT NOT NULL,
+        dataset     TEXT NOT NULL,
+        created_at  REAL NOT NULL,
+        rows        INTEGER NOT NULL,
+        options     TEXT,                   -- JSON: the options it was started with
+        open        INTEGER NOT NULL DEFAULT 1
+    );
+    CREATE INDEX batches_by_created ON batches (created_at DESC, id DESC);
+    CREATE UNIQUE INDEX batches_open_key ON batches (key) WHERE open;
+    CREATE TABLE batch_rows (
+        batch_id      TEXT NOT NULL REFERENCES batches (id) ON DELETE CASCADE,
+        idx           INTEGER NOT NULL,     -- 0-based position in the dataset
+        row_id        TEXT NOT NULL,
+        spec          TEXT NOT NULL,        -- JSON: what the row asks
+        status        TEXT NOT NULL CHECK (status IN
+                          ('pending', 'running', 'succeeded', 'failed', 'waiting')),
+        run_id        TEXT,
+        owner         TEXT,                 -- the worker holding it while running
+        lease_expires REAL,
+        attempts      INTEGER NOT NULL DEFAULT 0,
+        passed        INTEGER,              -- its checks: 1, 0, or NULL (none)
+        result        TEXT,                 -- JSON result line once done
+        PRIMARY KEY (batch_id, idx)
+    );
+    CREATE INDEX batch_rows_by_status ON batch_rows (batch_id, status, idx);",
+    // 8: `canvas serve`: the agents created through its API, and which agent (and user)
+    // each session serves; a session is a run, and goes with it.
+    "CREATE TABLE agents (
+        id          TEXT PRIMARY KEY NOT NULL,
+        title       TEXT NOT NULL UNIQUE,
+        description TEXT,
+        dsl         TEXT NOT NULL,          -- the canvas, JSON
+        created_at  REAL NOT NULL,
+        updated_at  REAL NOT NULL
+    );
+    CREATE TABLE sessions (
+        run_id     TEXT PRIMARY KEY NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        agent_id   TEXT NOT NULL,
+        user_id    TEXT NOT NULL,
+        created_at REAL NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX sessions_by_agent ON sessions (agent_id, created_at DESC);",
 ];
 
 /// The file's schema version.
-pub(super) fn version(conn: &Connection) -> Result<i64> {
+pub(crate) fn version(conn: &Connection) -> Result<i64> {
     conn.query_row("PRAGMA user_version", [], |r| r.get(0))
         .map_err(|e| sql("reading the schema version", e))
 }
 
+/// The file's schema version, once it is known to be a run store this binary can use: a
+/// store newer than this binary and another program's database are refused. Only reads:
+/// a refused file is left exactly as it was.
+pub(super) fn check_file(conn: &Connection) -> Result<i64> {
+    // One read transaction: the version and the tables of one snapshot, not those of
+    // either side of another process's migration.
+    let snapshot = conn
+        .unchecked_transaction()
+        .map_err(|e| sql("reading the schema", e))?;
+    let found = check_snapshot(&snapshot)?;
+    snapshot
+        .commit()
+        .map_err(|e| sql("reading the schema", e))?;
+    Ok(found)
+}
+
+fn check_snapshot(conn: &Connection) -> Result<i64> {
+    let found = version(conn)?;
+    check_not_newer(found)?;
+    let tables: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' \
+             ESCAPE '\\' ORDER BY name",
+        )
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .map_err(|e| sql("reading the schema", e))?;
+    // Version 0 with tables, or a version without `runs`: tables that no migration made.
+    let ours = if found == 0 {
+        tables.is_empty()
+    } else {
+        tables.iter().any(|t| t == "runs")
+    };
+    if !ours {
+        let mut names: Vec<&str> = tables.iter().map(String::as_str).take(5).collect();
+        if tables.len() > names.len() {
+            names.push("…");
+        }
+        let has = if names.is_empty() {
+            "no tables".to_string()
+        } else {
+            format!("tables {}", names.join(", "))
+        };
+        return Err(StoreError::NotAStore(format!(
+            "not a canvas run store: an SQLite database with schema version {found} and {has}"
+        )));
+    }
+    Ok(found)
+}
+
 /// Refuse a database newer than this binary.
-pub(super) fn check_not_newer(found: i64) -> Result<()> {
+pub(crate) fn check_not_newer(found: i64) -> Result<()> {
     if found > SCHEMA_VERSION {
         return Err(StoreError::NewerSchema {
             found,
@@ -129,7 +228,7 @@ pub(super) fn check_not_newer(found: i64) -> Result<()> {
 
 /// Bring the database up to [`SCHEMA_VERSION`] (in one write transaction, so
 /// concurrent openers migrate once).
-pub(super) fn migrate(conn: &mut Connection) -> Result<()> {
+pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
     let found = version(conn)?;
     check_not_newer(found)?;
     if found == SCHEMA_VERSION {
@@ -153,7 +252,7 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<()> {
 }
 
 /// Wrap a SQLite error with what the store was doing.
-pub(super) fn sql(context: &str, source: rusqlite::Error) -> StoreError {
+pub(crate) fn sql(context: &str, source: rusqlite::Error) -> StoreError {
     StoreError::Sqlite {
         context: context.to_string(),
         source,
