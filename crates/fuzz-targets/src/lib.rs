@@ -78,6 +78,16 @@ fn text(b: &[u8]) -> Option<&str> {
     std::str::from_utf8(b).ok()
 }
 
+/// [`parts`] as text, when every part is UTF-8 (see [`text`]).
+fn text_parts<const N: usize>(data: &[u8]) -> Option<[&str; N]> {
+    let parts = parts::<N>(data);
+    let mut out = [""; N];
+    for (slot, part) in out.iter_mut().zip(parts) {
+        *slot = text(part)?;
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,10 +8,7 @@ use canvas_llm::provider::{LlmConfig, Providers, split_llm_id};
 /// A configuration parses or is refused with a message naming it; a parsed one
 /// resolves any `llm_id` (its own keys, the given ones) to an endpoint or an error.
 pub fn llm_config(data: &[u8]) {
-    let [config, env, ids] = crate::parts::<3>(data);
-    let (Some(config), Some(env), Some(ids)) =
-        (crate::text(config), crate::text(env), crate::text(ids))
-    else {
+    let Some([config, env, ids]) = crate::text_parts::<3>(data) else {
         return;
     };
     let config = match LlmConfig::parse(config, "llm.yaml") {

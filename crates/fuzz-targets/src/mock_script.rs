@@ -7,10 +7,7 @@ use canvas_llm::{ChatRequest, Delta, Message, Role, count_tokens};
 /// A script parses or is refused with a message; a parsed one answers any message with
 /// chunks, then one usage.
 pub fn mock_script(data: &[u8]) {
-    let [script, user, system] = crate::parts::<3>(data);
-    let (Some(script), Some(user), Some(system)) =
-        (crate::text(script), crate::text(user), crate::text(system))
-    else {
+    let Some([script, user, system]) = crate::text_parts::<3>(data) else {
         return;
     };
     let script = match MockScript::parse(script, "mock.yaml") {

@@ -11,19 +11,11 @@ use super::delta::{Delta, apply};
 use super::record::{RawRun, from_json, to_json};
 use super::{Result, RunStatus, RunWrite, StoreError, blobs, chunk, unix_now};
 
-/// An event chunk to insert.
+/// An event chunk to insert: a run's turn, and the chunk as it reads back.
 pub(crate) struct NewChunk<'a> {
     pub run_id: &'a str,
     pub turn: u32,
-    /// The number of its first event in the run.
-    pub seq: i64,
-    pub n: i64,
-    pub message_id: &'a str,
-    pub created_at: i64,
-    /// The compressed text.
-    pub body: &'a [u8],
-    /// Where its large values were cut out (`blobs::Split::cuts_json`).
-    pub cuts: Option<&'a str>,
+    pub chunk: StoredChunk<'a>,
 }
 
 /// A checkpoint to insert.
@@ -44,6 +36,20 @@ pub(crate) struct ChunkRow {
     pub created_at: i64,
     pub body: Vec<u8>,
     pub cuts: Option<String>,
+}
+
+impl ChunkRow {
+    /// The row as [`StoredChunk`] reads it.
+    pub fn stored(&self) -> StoredChunk<'_> {
+        StoredChunk {
+            seq: self.seq,
+            n: self.n,
+            message_id: &self.message_id,
+            created_at: self.created_at,
+            body: &self.body,
+            cuts: self.cuts.as_deref(),
+        }
+    }
 }
 
 /// A stored checkpoint body: compressed, or plain text (as older SQLite stores wrote).
@@ -162,12 +168,14 @@ pub(crate) fn write_run(rows: &mut impl Rows, w: &RunWrite) -> Result<u64> {
         rows.insert_chunk(&NewChunk {
             run_id,
             turn: w.turn,
-            seq,
-            n: i64::from(c.count),
-            message_id: &c.message_id,
-            created_at: c.created_at,
-            body: &encoded.body,
-            cuts: cuts.as_deref(),
+            chunk: StoredChunk {
+                seq,
+                n: i64::from(c.count),
+                message_id: &c.message_id,
+                created_at: c.created_at,
+                body: &encoded.body,
+                cuts: cuts.as_deref(),
+            },
         })?;
         next = Some(seq + i64::from(c.count));
     }
@@ -249,15 +257,7 @@ pub(crate) fn event_lines(
     // A run continued since an older version has its first events in rows of their own.
     let mut out = legacy;
     for c in chunks {
-        let stored = StoredChunk {
-            seq: c.seq,
-            n: c.n,
-            message_id: &c.message_id,
-            created_at: c.created_at,
-            body: &c.body,
-            cuts: c.cuts.as_deref(),
-        };
-        out.extend(stored.lines(run_id, |k| fetch_blob(rows, run_id, k))?);
+        out.extend(c.stored().lines(run_id, |k| fetch_blob(rows, run_id, k))?);
     }
     Ok(out)
 }

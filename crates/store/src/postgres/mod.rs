@@ -412,13 +412,13 @@ impl<C: GenericClient> Rows for PgRows<'_, C> {
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                 &[
                     &c.run_id,
-                    &c.seq,
-                    &c.n,
+                    &c.chunk.seq,
+                    &c.chunk.n,
                     &i64::from(c.turn),
-                    &c.message_id,
-                    &c.created_at,
-                    &c.body,
-                    &c.cuts,
+                    &c.chunk.message_id,
+                    &c.chunk.created_at,
+                    &c.chunk.body,
+                    &c.chunk.cuts,
                 ],
             )
             .map_err(err)

@@ -430,13 +430,13 @@ impl Rows for SqliteRows<'_> {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 c.run_id,
-                c.seq,
-                c.n,
+                c.chunk.seq,
+                c.chunk.n,
                 c.turn,
-                c.message_id,
-                c.created_at,
-                c.body,
-                c.cuts
+                c.chunk.message_id,
+                c.chunk.created_at,
+                c.chunk.body,
+                c.chunk.cuts
             ],
         )
         .map(drop)
