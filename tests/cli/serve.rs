@@ -645,3 +645,112 @@ fn serve_needs_an_api_key() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("needs at least one API key"), "{err}");
 }
+
+#[test]
+fn files_traces_and_the_openai_compatible_flag_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_path(dir.path());
+    let s = Server::start(dir.path(), &store, &fixtures().join("mock.yaml"), &[]);
+    let agents = format!("{}/api/v1/agents", s.url);
+    // An agent made over the API, whose answer is the files it is given.
+    let dsl = serde_json::json!({"components": {
+        "begin": {"obj": {"component_name": "Begin", "params": {}},
+                  "downstream": ["Message:Out"], "upstream": []},
+        "Message:Out": {"obj": {"component_name": "Message",
+                                "params": {"content": ["{sys.files}"]}},
+                        "downstream": [], "upstream": ["begin"]},
+    }});
+    let (code, body) = post(
+        &agents,
+        &serde_json::json!({"title": "files", "dsl": dsl}).to_string(),
+    );
+    assert_eq!(
+        (code, json(&body)["data"].clone()),
+        (200, Value::Bool(true)),
+        "{body}"
+    );
+    let (_, body) = curl(
+        &format!("{agents}?title=files"),
+        &["-H", &format!("Authorization: Bearer {KEY}")],
+    );
+    let agent = json(&body)["data"][0]["id"].as_str().unwrap().to_string();
+    let id = session(&s, &agent);
+    let ask = |files: Value| {
+        let body = serde_json::json!({
+            "agent_id": agent, "session_id": id, "query": "read these",
+            "stream": false, "files": files,
+        });
+        let (code, text) = post(
+            &format!("{}/api/v1/agents/chat/completions", s.url),
+            &body.to_string(),
+        );
+        assert_eq!(code, 200, "{text}");
+        json(&text)
+    };
+    // A data URL and a file given as text each reach sys.files as their text.
+    let reply = ask(serde_json::json!([
+        "data:text/plain;base64,aGVsbG8gZnJvbSBhIGZpbGU=",
+        {"name": "notes.md", "content": "# my notes"},
+    ]));
+    let content = reply["data"]["data"]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        content.contains("hello from a file") && content.contains("# my notes"),
+        "{reply}"
+    );
+    // A file that is neither text nor an image is refused, named.
+    let reply = ask(serde_json::json!([
+        {"name": "blob.bin", "mime_type": "application/octet-stream", "data": "AAEC"},
+    ]));
+    assert_eq!(reply["code"], 101, "{reply}");
+    let message = reply["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("files[0]") && message.contains("blob.bin"),
+        "{reply}"
+    );
+
+    // `return_trace` on the SDK's endpoint: each node_finished, with the trace so far.
+    let (code, text) = post(
+        &format!("{agents}/chat/completions"),
+        r#"{"question": "my order is late", "stream": true, "return_trace": true}"#,
+    );
+    assert_eq!(code, 200, "{text}");
+    let events: Vec<Value> = frames(&text)
+        .iter()
+        .filter(|f| *f != "[DONE]")
+        .map(|f| json(f))
+        .collect();
+    let traces: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "node_finished")
+        .collect();
+    let ids: Vec<&str> = traces
+        .iter()
+        .map(|e| e["data"]["component_id"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(ids, ["begin", "LLM:Reply", "Message:Out"], "{text}");
+    for (n, e) in traces.iter().enumerate() {
+        let trace = e["data"]["trace"].as_array().expect("a trace");
+        assert_eq!(trace.len(), n + 1, "the trace grows by one a node: {e}");
+        assert_eq!(trace[n]["component_id"], ids[n]);
+    }
+    assert_eq!(answer(&events), "Sorry, your order ships today.");
+
+    // `"openai-compatible": true` on the events endpoint answers as OpenAI's does.
+    let body = serde_json::json!({
+        "agent_id": "chat", "openai-compatible": true, "stream": false,
+        "messages": [{"role": "user", "content": "my order is late"}],
+    });
+    let (code, text) = post(
+        &format!("{}/api/v1/agents/chat/completions", s.url),
+        &body.to_string(),
+    );
+    assert_eq!(code, 200, "{text}");
+    let reply = json(&text);
+    assert_eq!(reply["object"], "chat.completion", "{text}");
+    assert_eq!(
+        reply["choices"][0]["message"]["content"],
+        "Sorry, your order ships today."
+    );
+}
