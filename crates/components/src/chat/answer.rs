@@ -106,7 +106,7 @@ pub async fn text(cx: &NodeCx<'_>, ask: &Ask<'_>) -> CResult<String> {
         &mut read_all,
     )
     .await?;
-    let mut answer = strip_tool_call_blocks(&strip_think(&raw));
+    let mut answer = strip_tool_call_blocks(&strip_think(&raw)).into_owned();
     if let Some(tools) = &ask.tools {
         let extra = artifact_markdown(&answer, &tools.take_artifacts(cx));
         answer.push_str(&extra);
@@ -167,7 +167,7 @@ async fn structured(cx: &NodeCx<'_>, ask: &Ask<'_>) -> CResult<()> {
                 &mut read_all,
             )
             .await?;
-            strip_tool_call_blocks(&strip_think(&raw))
+            strip_tool_call_blocks(&strip_think(&raw)).into_owned()
         } else {
             let fix = request(
                 p,

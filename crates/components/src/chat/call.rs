@@ -170,7 +170,7 @@ pub async fn complete(
     if let Some(error) = a.error {
         return Ok(error);
     }
-    Ok(strip_tool_call_blocks(&strip_think(&a.text)))
+    Ok(strip_tool_call_blocks(&strip_think(&a.text)).into_owned())
 }
 
 /// The conversation with tools: up to `max_rounds + 1` requests offering the tools;

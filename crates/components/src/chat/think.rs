@@ -2,6 +2,7 @@
 //! splitting a streamed answer into text and think markers, and wrapping a provider's
 //! separate reasoning deltas into tagged text the way RAGFlow's model layer does.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -21,13 +22,17 @@ pub fn strip_think(text: &str) -> String {
     }
 }
 
-/// Removes every `<tool_call>…</tool_call>` block (non-greedy, across lines).
-pub fn strip_tool_call_blocks(text: &str) -> String {
+/// Removes every `<tool_call>…</tool_call>` block (non-greedy, across lines); borrowed
+/// when there is none (a streamed chunk nearly always).
+pub fn strip_tool_call_blocks(text: &str) -> Cow<'_, str> {
     static RE: LazyLock<Regex> = LazyLock::new(|| {
         // A fixed, valid pattern: compiling it cannot fail.
         Regex::new(r"(?s)<tool_call>.*?</tool_call>").expect("valid regex")
     });
-    RE.replace_all(text, "").into_owned()
+    if !text.contains("<tool_call>") {
+        return Cow::Borrowed(text);
+    }
+    RE.replace_all(text, "")
 }
 
 /// One item of a split stream: text, or a think marker.
@@ -71,32 +76,36 @@ impl ThinkSplitter {
         if chunk.is_empty() {
             return out;
         }
-        let new = match chunk.strip_prefix(self.received.as_str()) {
-            Some(rest) => {
-                let rest = rest.to_string();
-                self.received = chunk.to_string();
-                rest
-            }
-            None => {
-                self.received.push_str(chunk);
-                chunk.to_string()
-            }
+        let new = if chunk.starts_with(self.received.as_str()) {
+            let seen = self.received.len();
+            self.received.clear();
+            self.received.push_str(chunk);
+            &chunk[seen..]
+        } else {
+            self.received.push_str(chunk);
+            chunk
         };
         if new.is_empty() {
             return out;
         }
-        if !new.contains(CLOSE) {
+        // Without a `<` there is no tag to look for: most chunks are plain text.
+        let tagless = !new.contains('<');
+        if tagless || !new.contains(CLOSE) {
             if let Some(space) = self.held_close.take() {
                 // The held close is released: its marker, its white space, then this
                 // chunk's text with every tag deleted (not scanned again).
                 self.in_think = false;
                 out.push(Piece::EndThink);
                 text(&mut out, &space);
-                text(&mut out, &without_tags(&new));
+                text(&mut out, &without_tags(new));
                 return out;
             }
         }
-        self.scan(&new, &mut out);
+        if tagless {
+            text(&mut out, new);
+        } else {
+            self.scan(new, &mut out);
+        }
         out
     }
 
