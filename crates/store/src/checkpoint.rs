@@ -91,8 +91,9 @@ impl Checkpointer {
             }
             let json = to_json(&d)?;
             let small = b.deltas < MAX_DELTAS && b.delta_bytes + json.len() <= b.full_bytes;
-            // A delta that does not apply (it always should) falls back to a snapshot.
-            if small && apply(&mut b.state, &d).is_ok() {
+            // A delta that does not apply (it always should) falls back to a snapshot,
+            // which replaces the base whatever state applying left it in.
+            if small && apply(&mut b.state, d).is_ok() {
                 b.deltas += 1;
                 b.delta_bytes += json.len();
                 self.seq += 1;
@@ -155,7 +156,7 @@ mod tests {
             assert!(!w.full, "pass {i}");
             assert_eq!(w.seq, 1 + i);
             let d: Delta = serde_json::from_str(&w.json).unwrap();
-            apply(&mut rebuilt, &d).unwrap();
+            apply(&mut rebuilt, d).unwrap();
         }
         assert_eq!(rebuilt, s);
         assert_eq!(cp.state(), Some(&s));

@@ -193,43 +193,43 @@ fn diff_nodes<'a>(
 /// Apply `d` to `state` (which must be the `prev` the delta was computed from).
 ///
 /// Fails only when `extra` holds a value that no longer fits its field.
-pub fn apply(state: &mut RunState, d: &Delta) -> Result<(), serde_json::Error> {
-    if let Some(s) = &d.path {
+pub fn apply(state: &mut RunState, d: Delta) -> Result<(), serde_json::Error> {
+    if let Some(s) = d.path {
         apply_splice(&mut state.path, s);
     }
-    match &d.globals {
+    match d.globals {
         None => {}
-        Some(ObjectDelta::Replace(all)) => state.globals = all.clone(),
+        Some(ObjectDelta::Replace(all)) => state.globals = all,
         Some(ObjectDelta::Patch { set, del }) => {
-            for k in del {
+            for k in &del {
                 state.globals.shift_remove(k);
             }
             for (k, v) in set {
-                state.globals.insert(k.clone(), v.clone());
+                state.globals.insert(k, v);
             }
         }
     }
-    if let Some(s) = &d.history {
+    if let Some(s) = d.history {
         apply_splice(&mut state.history, s);
     }
-    if let Some(s) = &d.retrieval {
+    if let Some(s) = d.retrieval {
         apply_splice(&mut state.retrieval, s);
     }
     for id in &d.nodes_del {
         state.nodes.remove(id);
     }
-    for (id, node) in &d.nodes {
-        state.nodes.insert(id.clone(), node.clone());
+    for (id, node) in d.nodes {
+        state.nodes.insert(id, node);
     }
     for id in &d.counters_del {
         state.counters.remove(id);
     }
-    for (id, n) in &d.counters {
-        state.counters.insert(id.clone(), *n);
+    for (id, n) in d.counters {
+        state.counters.insert(id, n);
     }
-    match &d.cursor {
+    match d.cursor {
         None => {}
-        Some(CursorDelta::Set(c)) => state.cursor = Some((**c).clone()),
+        Some(CursorDelta::Set(c)) => state.cursor = Some(*c),
         Some(CursorDelta::Clear) => state.cursor = None,
     }
     if !d.extra.is_empty() || !d.extra_del.is_empty() {
@@ -238,8 +238,8 @@ pub fn apply(state: &mut RunState, d: &Delta) -> Result<(), serde_json::Error> {
             for k in &d.extra_del {
                 o.shift_remove(k);
             }
-            for (k, x) in &d.extra {
-                o.insert(k.clone(), x.clone());
+            for (k, x) in d.extra {
+                o.insert(k, x);
             }
         }
         *state = serde_json::from_value(v)?;
@@ -262,9 +262,9 @@ fn splice<T: Clone>(prev: &[T], next: &[T], same: impl Fn(&T, &T) -> bool) -> Op
     })
 }
 
-fn apply_splice<T: Clone>(list: &mut Vec<T>, s: &Splice<T>) {
+fn apply_splice<T>(list: &mut Vec<T>, s: Splice<T>) {
     list.truncate(s.keep);
-    list.extend(s.push.iter().cloned());
+    list.extend(s.push);
 }
 
 fn removed_keys<'a>(
@@ -473,7 +473,7 @@ mod tests {
         let back: Delta = serde_json::from_str(&text).unwrap();
         assert_eq!(back, d);
         let mut got = prev.clone();
-        apply(&mut got, &back).unwrap();
+        apply(&mut got, back.clone()).unwrap();
         assert_exact(&got, next);
         d
     }

@@ -311,7 +311,7 @@ pub(crate) fn rebuild(run_id: &str, texts: Option<CheckpointTexts>) -> Result<Ch
     let (mut last, mut delta_bytes) = (seq, 0);
     for (seq, text) in deltas {
         let d: Delta = from_json(&text, what(seq))?;
-        apply(&mut state, &d).map_err(|source| StoreError::Json {
+        apply(&mut state, d).map_err(|source| StoreError::Json {
             context: what(seq)(),
             source,
         })?;
