@@ -79,10 +79,10 @@ pub fn has_jinja(text: &str) -> bool {
 
 /// Instructions one Jinja render may run (minijinja's fuel). A render runs inside a
 /// node, where `--timeout` cannot stop it and Ctrl-C only by exiting at once, so a
-/// runaway loop (two nested `range(100000)`) must end by itself: this is a second or so of rendering, and over
-/// 100 times what a template looping over 10,000 items takes (a million passes of
-/// `{{x}}` fit). Past it the render fails, as a template error does
-/// (docs/differences.md).
+/// runaway loop (two nested `range(100000)`) must end by itself: this is a second or
+/// so of rendering, and over 100 times what a template looping over 10,000 items takes
+/// (a million passes of `{{x}}` fit). Past it the render fails, as a template error
+/// does (docs/differences.md).
 pub const JINJA_FUEL: u64 = 20_000_000;
 
 static JINJA: LazyLock<Environment<'static>> = LazyLock::new(|| {
