@@ -754,3 +754,31 @@ fn files_traces_and_the_openai_compatible_flag_over_http() {
         "Sorry, your order ships today."
     );
 }
+
+#[test]
+fn sessions_are_listed_by_last_change_unless_asked_by_creation() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_path(dir.path());
+    let s = Server::start(dir.path(), &store, &fixtures().join("mock.yaml"), &[]);
+    let first = session(&s, "chat");
+    let second = session(&s, "chat");
+    // The first session answers a question after the second was opened.
+    ask_events(&s, "chat", &first, "my order is late");
+    let listed = |query: &str| -> Vec<String> {
+        let url = format!("{}/api/v1/agents/chat/sessions?dsl=false{query}", s.url);
+        let (code, body) = curl(&url, &["-H", &format!("Authorization: Bearer {KEY}")]);
+        assert_eq!(code, 200, "{body}");
+        json(&body)["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(listed(""), [first.clone(), second.clone()]);
+    assert_eq!(
+        listed("&orderby=create_time"),
+        [second.clone(), first.clone()]
+    );
+    assert_eq!(listed("&orderby=create_time&desc=false"), [first, second]);
+}

@@ -189,6 +189,8 @@ pub(crate) async fn list(
             .get("user_id")
             .map(String::as_str)
             .filter(|s| !s.is_empty()),
+        // RAGFlow orders by `update_time` unless told `create_time` (as agents are).
+        by_update: q.get("orderby").is_none_or(|o| o != "create_time"),
         desc: !falsy("desc"),
         offset: offset as u64,
         limit: limit as u64,
@@ -244,6 +246,7 @@ pub(crate) async fn remove(
             let all = SessionQuery {
                 id: None,
                 user_id: None,
+                by_update: false,
                 desc: false,
                 offset: 0,
                 limit: u64::MAX,

@@ -57,6 +57,8 @@ pub struct SessionQuery<'a> {
     pub id: Option<&'a str>,
     /// Only this user's sessions.
     pub user_id: Option<&'a str>,
+    /// By the run's last change (RAGFlow's `update_time`, its default), else by creation.
+    pub by_update: bool,
     /// Newest first (else oldest first).
     pub desc: bool,
     /// Sessions skipped.
@@ -83,7 +85,7 @@ pub trait Agents {
     fn create_session(&self, run: &RunRecord, agent_id: &str, user_id: &str) -> Result<()>;
     /// One session by its run id.
     fn session(&self, run_id: &str) -> Result<Option<SessionRecord>>;
-    /// Sessions of an agent, by creation time.
+    /// Sessions of an agent, by last change or creation time ([`SessionQuery`]).
     fn sessions(&self, agent_id: &str, query: &SessionQuery<'_>) -> Result<Vec<SessionRecord>>;
     /// Every turn of a run, in order (a session's questions).
     fn turns(&self, run_id: &str) -> Result<Vec<TurnRecord>>;

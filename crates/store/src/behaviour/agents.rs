@@ -51,6 +51,7 @@ fn sessions_are_runs_and_go_with_them(f: &Fixture) {
     for (i, user) in ["ada", "bob", "ada"].into_iter().enumerate() {
         let mut rec = RunRecord::new("agent", "{}");
         rec.created_at = i as f64;
+        rec.updated_at = i as f64;
         rec.status = crate::RunStatus::Succeeded;
         s.create_session(&rec, "a1", user).unwrap();
         runs.push(rec.id);
@@ -58,6 +59,7 @@ fn sessions_are_runs_and_go_with_them(f: &Fixture) {
     let q = SessionQuery {
         id: None,
         user_id: Some("ada"),
+        by_update: false,
         desc: true,
         offset: 0,
         limit: 10,
@@ -83,6 +85,36 @@ fn sessions_are_runs_and_go_with_them(f: &Fixture) {
         .map(|x| x.run_id)
         .collect();
     assert_eq!(second, [runs[1].clone()]);
+    // A session that changes last comes first by last change, still last by creation.
+    s.begin_turn(
+        &runs[0],
+        crate::TurnKind::Start,
+        "hi",
+        &serde_json::json!({}),
+    )
+    .unwrap();
+    let order = |by_update| -> Vec<String> {
+        let q = SessionQuery {
+            user_id: None,
+            by_update,
+            offset: 0,
+            limit: 10,
+            ..q
+        };
+        s.sessions("a1", &q)
+            .unwrap()
+            .into_iter()
+            .map(|x| x.run_id)
+            .collect()
+    };
+    assert_eq!(
+        order(true),
+        [runs[0].clone(), runs[2].clone(), runs[1].clone()]
+    );
+    assert_eq!(
+        order(false),
+        [runs[2].clone(), runs[1].clone(), runs[0].clone()]
+    );
     assert_eq!(s.find_run(&runs[1]).unwrap().turns, 0);
     assert!(s.turns(&runs[1]).unwrap().is_empty());
     s.begin_turn(

@@ -126,10 +126,17 @@ impl Agents for SqliteStore {
     fn sessions(&self, agent_id: &str, q: &SessionQuery<'_>) -> Result<Vec<SessionRecord>> {
         let g = self.lock();
         let order = if q.desc { "DESC" } else { "ASC" };
+        let key = if q.by_update {
+            "COALESCE(r.updated_at, s.created_at)"
+        } else {
+            "s.created_at"
+        };
         let sql_text = format!(
-            "SELECT run_id, agent_id, user_id, created_at FROM sessions
-             WHERE agent_id = ?1 AND (?2 IS NULL OR run_id = ?2) AND (?3 IS NULL OR user_id = ?3)
-             ORDER BY created_at {order}, run_id {order} LIMIT ?4 OFFSET ?5"
+            "SELECT s.run_id, s.agent_id, s.user_id, s.created_at
+             FROM sessions s LEFT JOIN runs r ON r.id = s.run_id
+             WHERE s.agent_id = ?1 AND (?2 IS NULL OR s.run_id = ?2)
+               AND (?3 IS NULL OR s.user_id = ?3)
+             ORDER BY {key} {order}, s.run_id {order} LIMIT ?4 OFFSET ?5"
         );
         let limit = i64::try_from(q.limit).unwrap_or(i64::MAX);
         let offset = i64::try_from(q.offset).unwrap_or(i64::MAX);
