@@ -164,7 +164,7 @@ impl Graph {
                     .or_insert_with(|| variable_default(decl));
             }
         }
-        st.globals = globals;
+        *st.globals_mut() = globals;
         for (id, n) in &self.nodes {
             let mut ns = NodeState::default();
             for o in &n.declared_outputs {

@@ -165,7 +165,7 @@ fn py_int(s: &str) -> Option<i64> {
 pub fn assign(state: &mut RunState, exp: &str, value: Value) -> Result<(), RefError> {
     let exp = strip_ref(exp);
     let Some((cpn, var)) = exp.split_once('@') else {
-        super::state::set_key(&mut state.globals, exp, value);
+        state.set_global(exp, value);
         return Ok(());
     };
     if !state.has_node(cpn) {

@@ -489,7 +489,7 @@ impl<'a> Turn<'a> {
             Some(d) => d.clone(),
             None => chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string(),
         };
-        st.globals.insert("sys.date".into(), json!(date));
+        st.globals_mut().insert("sys.date".into(), json!(date));
         let q = self.cfg.query.clone();
         st.history.push(("user".into(), json!(q)));
         push_history(&mut st, format!("user: {q}"));
@@ -508,13 +508,13 @@ impl<'a> Turn<'a> {
             }
         }
         if !q.is_empty() {
-            st.globals.insert("sys.query".into(), json!(q));
+            st.globals_mut().insert("sys.query".into(), json!(q));
         }
         if let Some(u) = self.cfg.user_id.as_ref().filter(|u| !u.is_empty()) {
-            st.globals.insert("sys.user_id".into(), json!(u));
+            st.globals_mut().insert("sys.user_id".into(), json!(u));
         }
         if let Some(f) = self.cfg.files.as_ref().filter(|f| !f.is_empty()) {
-            st.globals
+            st.globals_mut()
                 .insert("sys.files".into(), Value::Array(f.clone()));
         }
         let turns = st
@@ -532,7 +532,8 @@ impl<'a> Turn<'a> {
         } else {
             json!(n as i64 + 1)
         };
-        st.globals.insert("sys.conversation_turns".into(), next);
+        st.globals_mut()
+            .insert("sys.conversation_turns".into(), next);
         if !self.cfg.resume {
             st.path.push(ENTRY_ID.into());
             st.retrieval.push(json!({"chunks": [], "doc_aggs": []}));
@@ -1121,7 +1122,7 @@ impl<'a> Turn<'a> {
 
 fn push_history(st: &mut RunState, line: String) {
     let h = st
-        .globals
+        .globals_mut()
         .entry("sys.history".to_string())
         .or_insert_with(|| json!([]));
     if !h.is_array() {

@@ -67,13 +67,18 @@ impl UsageBook {
     }
 }
 
-/// The ids of components whose state changed since the last checkpoint, so a
-/// checkpoint compares those instead of every component. Changes made through
-/// [`RunState::node_mut`] (and the setters built on it) are recorded; a set that says
-/// more than what changed is harmless. It takes no part in equality.
+/// The ids of components whose state changed since the last checkpoint, and whether
+/// `globals` did, so a checkpoint compares those instead of everything. Changes made
+/// through [`RunState::node_mut`] (and the setters built on it) and
+/// [`RunState::globals_mut`] are recorded; saying more than what changed is harmless.
+/// It takes no part in equality.
 #[derive(Debug, Clone, Default)]
 pub struct Touched {
     ids: HashSet<String>,
+    /// Any of `globals` may have changed (through [`RunState::globals_mut`]).
+    globals_all: bool,
+    /// These keys of `globals` changed (through [`RunState::set_global`]).
+    global_keys: HashSet<String>,
     /// Strings of ids forgotten at the last checkpoint, reused for the next marks so
     /// marking the same components again copies no id into a new allocation.
     spare: Vec<String>,
@@ -85,9 +90,22 @@ impl Touched {
         self.ids.iter()
     }
 
+    /// What of `globals` may have changed.
+    pub fn globals(&self) -> GlobalsTouched<'_> {
+        if self.globals_all {
+            GlobalsTouched::All
+        } else if self.global_keys.is_empty() {
+            GlobalsTouched::None
+        } else {
+            GlobalsTouched::Keys(&self.global_keys)
+        }
+    }
+
     /// Forget them (after a checkpoint).
     pub fn clear(&mut self) {
         self.spare.extend(self.ids.drain());
+        self.global_keys.clear();
+        self.globals_all = false;
     }
 
     fn mark(&mut self, id: &str) {
@@ -98,6 +116,17 @@ impl Touched {
             self.ids.insert(s);
         }
     }
+}
+
+/// What of `globals` changed since the last checkpoint ([`Touched::globals`]).
+#[derive(Debug, Clone, Copy)]
+pub enum GlobalsTouched<'a> {
+    /// Nothing.
+    None,
+    /// At most these keys (set, or removed).
+    Keys(&'a HashSet<String>),
+    /// Anything.
+    All,
 }
 
 impl PartialEq for Touched {
@@ -178,6 +207,21 @@ impl RunState {
     /// RAGFlow's `set_output`: creates the key at the end when new.
     pub fn set_output(&mut self, cpn: &str, name: &str, v: Value) {
         set_key(&mut self.node_mut(cpn).outputs, name, v);
+    }
+
+    /// `globals` for changing; recorded as touched, so a checkpoint compares them all.
+    pub fn globals_mut(&mut self) -> &mut Object {
+        self.touched.globals_all = true;
+        &mut self.globals
+    }
+
+    /// `globals[key] = v` (an existing key keeps its place); only this key is recorded
+    /// as touched, so a checkpoint compares only it.
+    pub fn set_global(&mut self, key: &str, v: Value) {
+        if !self.touched.globals_all && !self.touched.global_keys.contains(key) {
+            self.touched.global_keys.insert(key.to_string());
+        }
+        set_key(&mut self.globals, key, v);
     }
 
     /// A component's state for changing (created when missing); recorded as touched.

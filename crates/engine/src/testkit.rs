@@ -96,7 +96,7 @@ impl Harness {
 
     /// Set a global (`sys.*` / `env.*`).
     pub fn set_global(&self, name: &str, v: Value) {
-        self.state().globals.insert(name.to_string(), v);
+        self.state().globals_mut().insert(name.to_string(), v);
     }
 
     /// Change the run state.

@@ -507,7 +507,7 @@ fn a_large_value_is_stored_once_and_forgotten_with_its_last_run(f: &Fixture) {
         run(store, id, 1.0);
         let mut cp = Checkpointer::new();
         let mut state = RunState::default();
-        state.globals.insert("sys.query".into(), json!(doc));
+        state.globals_mut().insert("sys.query".into(), json!(doc));
         for n in 0..3 {
             let node = format!("StringTransform:T{n}");
             state.set_output(&node, "result", json!(doc));

@@ -134,7 +134,7 @@ mod tests {
     use serde_json::json;
 
     fn step(s: &mut RunState, i: i64) {
-        s.globals.insert("env.i".into(), json!(i));
+        s.globals_mut().insert("env.i".into(), json!(i));
         s.path.push(format!("n{i}"));
     }
 

@@ -7,14 +7,14 @@
 //! that changed is stored whole. Fields added to `RunState` after this file was written
 //! are still carried, as whole JSON values, until they get their own delta here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use canvas_engine::RunState;
-use canvas_engine::state::{Cursor, NodeState};
+use canvas_engine::state::{Cursor, GlobalsTouched, NodeState};
 use canvas_pyrt::Object;
 
 /// Top-level `RunState` fields this module diffs itself (the others go in `extra`).
@@ -112,8 +112,9 @@ impl Delta {
 }
 
 /// The changes from `prev` to `next`, trusting `next.touched` to name every component
-/// changed since `prev` (true when `prev` is the state as of the last checkpoint): only
-/// those are compared, so a checkpoint costs what changed, not the number of components.
+/// changed since `prev`, and to say whether `globals` did (true when `prev` is the state
+/// as of the last checkpoint): only those are compared, so a checkpoint costs what
+/// changed, not the number of components or the size of the variables.
 pub fn diff_touched(prev: &RunState, next: &RunState) -> Delta {
     let d = diff_nodes(prev, next, Some(next.touched.ids()));
     // Debug builds (and so the tests) check the trust is deserved.
@@ -135,9 +136,19 @@ fn diff_nodes<'a>(
     next: &'a RunState,
     touched: Option<impl Iterator<Item = &'a String>>,
 ) -> Delta {
+    // With a touched set, only the globals marked changed are compared.
+    let globals = match (&touched, next.touched.globals()) {
+        (None, _) | (Some(_), GlobalsTouched::All) => {
+            object_delta(&prev.globals, &next.globals, None)
+        }
+        (Some(_), GlobalsTouched::None) => None,
+        (Some(_), GlobalsTouched::Keys(keys)) => {
+            object_delta(&prev.globals, &next.globals, Some(keys))
+        }
+    };
     let mut d = Delta {
         path: splice(&prev.path, &next.path, |a, b| a == b),
-        globals: object_delta(&prev.globals, &next.globals),
+        globals,
         history: splice(&prev.history, &next.history, |a, b| {
             a.0 == b.0 && same_value(&a.1, &b.1)
         }),
@@ -277,7 +288,11 @@ fn removed_keys<'a>(
 }
 
 /// A patch when applying it reproduces `next`'s key order, else the whole map.
-fn object_delta(prev: &Object, next: &Object) -> Option<ObjectDelta> {
+fn object_delta(
+    prev: &Object,
+    next: &Object,
+    changed: Option<&HashSet<String>>,
+) -> Option<ObjectDelta> {
     let del: Vec<String> = prev
         .keys()
         .filter(|k| !next.contains_key(*k))
@@ -292,6 +307,10 @@ fn object_delta(prev: &Object, next: &Object) -> Option<ObjectDelta> {
     }
     let mut set = Object::new();
     for (k, v) in next {
+        // A key outside `changed` kept its value: it is not compared.
+        if changed.is_some_and(|c| !c.contains(k)) && prev.contains_key(k) {
+            continue;
+        }
         if prev.get(k).is_none_or(|old| !same_value(old, v)) {
             set.insert(k.clone(), v.clone());
         }
@@ -464,6 +483,34 @@ mod tests {
             serde_json::to_string(&a.history).unwrap(),
             serde_json::to_string(&b.history).unwrap()
         );
+    }
+
+    #[test]
+    fn touched_globals_are_the_only_ones_compared() {
+        let mut prev = RunState::default();
+        prev.globals_mut()
+            .insert("env.items".into(), json!((0..2000).collect::<Vec<_>>()));
+        prev.globals_mut().insert("env.n".into(), json!(1));
+        let mut next = prev.clone();
+        next.touched.clear();
+        assert_eq!(diff_touched(&prev, &next).globals, None, "nothing touched");
+        next.set_global("env.n", json!(2));
+        next.set_global("env.new", json!("x"));
+        let mut set = Object::new();
+        set.insert("env.n".into(), json!(2));
+        set.insert("env.new".into(), json!("x"));
+        let d = diff_touched(&prev, &next);
+        assert_eq!(d.globals, Some(ObjectDelta::Patch { set, del: vec![] }));
+        let mut got = prev.clone();
+        apply(&mut got, d).unwrap();
+        assert_eq!(got.globals, next.globals);
+        // A removal goes through globals_mut: everything is compared.
+        next.globals_mut().shift_remove("env.items");
+        let d = diff_touched(&prev, &next);
+        let Some(ObjectDelta::Patch { del, .. }) = &d.globals else {
+            panic!("{:?}", d.globals);
+        };
+        assert_eq!(del, &["env.items".to_string()]);
     }
 
     fn check(prev: &RunState, next: &RunState) -> Delta {

@@ -260,8 +260,8 @@ pub(crate) fn big_state(nodes: usize) -> RunState {
     let mut s = RunState::default();
     s.globals
         .insert("sys.query".into(), json!("what is the weather in Paris?"));
-    s.globals.insert("sys.user_id".into(), json!("u1"));
-    s.globals.insert("env.counter".into(), json!(0));
+    s.globals_mut().insert("sys.user_id".into(), json!("u1"));
+    s.globals_mut().insert("env.counter".into(), json!(0));
     for i in 0..nodes {
         let id = format!("Message:Node{i}");
         s.path.push(id.clone());
@@ -355,7 +355,7 @@ pub(crate) fn full_run(store: &dyn Store, n: usize, len: usize) -> String {
     let mut state = RunState::default();
     let mut checkpoints = Checkpointer::new();
     for i in 0..n / 10 {
-        state.globals.insert("sys.i".into(), json!(i));
+        state.globals_mut().insert("sys.i".into(), json!(i));
         let mut events = EventChunk::new("m", 0);
         for _ in 0..10 {
             events.push("node_finished", &body());
