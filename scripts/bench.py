@@ -236,6 +236,18 @@ def bench(spawner, name, binary, args, d, runs, warmup, expected_events, errors,
             "store_bytes_per_event": store_bytes(d) / stored if stored else None}
 
 
+def paired_diffs(spawner, binary, a, b, pairs, fresh):
+    """Wall time of run `a` minus that of run `b` (each a (work dir, args)), run in turn
+    `pairs` times: a difference taken pair by pair does not drift with the machine, as
+    the difference of two medians taken minutes apart does."""
+    diffs = []
+    for _ in range(pairs):
+        ra = run_once(spawner, binary, a[1], a[0], fresh)
+        rb = run_once(spawner, binary, b[1], b[0], fresh)
+        diffs.append(ra["wall"] - rb["wall"])
+    return diffs
+
+
 def expected_count(case_dir):
     """Events in expected.jsonl, not counting the __turn__ / __exception__ markers."""
     n = 0
@@ -295,6 +307,12 @@ def report(results, baselines, table, peak_mb, binary, version, floor, fresh):
                 us = (r["median_s"] - one["median_s"]) / extra * 1e6
                 print(f"{r['name']}: {us:.2f} µs overhead per chunk ({extra} extra message events vs "
                       f"perf_e_1chunk; RAGFlow: {table.get(r['name'], {}).get('per node / chunk', 'n/a')})")
+                diffs = sorted(one.get("paired_diffs_s") or [])
+                if diffs:
+                    per = [x / extra * 1e6 for x in diffs]
+                    q1, q3 = per[len(per) // 4], per[(3 * len(per)) // 4]
+                    print(f"{r['name']}: {statistics.median(per):.2f} µs per chunk, median of {len(per)} "
+                          f"paired differences (interquartile {q1:.2f}–{q3:.2f})")
         if r["name"].startswith("perf_b"):
             mb = r["rss_mib_max"] * 1024 * 1024 / 1e6
             vs = f"{peak_mb / mb:.1f}× less" if peak_mb else "n/a"
@@ -350,6 +368,12 @@ def main():
             d, args = prepare("perf_e_1chunk", canvas, case, llm)
             print("bench perf_e_1chunk", file=sys.stderr, flush=True)
             baselines["perf_e_1chunk"] = bench(spawner, "perf_e_1chunk", binary, args, d, a.runs, a.warmup, None, errors, a.fresh_store)
+            print("bench perf_e paired", file=sys.stderr, flush=True)
+            stream = results[-1]
+            one = (d, args)
+            stream_run = (stream["cwd"], shlex.split(stream["command"])[1:])
+            baselines["perf_e_1chunk"]["paired_diffs_s"] = paired_diffs(
+                spawner, binary, stream_run, one, max(a.runs, 9), a.fresh_store)
 
     spawner.close()
     if a.json:
