@@ -52,6 +52,9 @@ struct Shared {
 struct State {
     /// Bytes that may be written now.
     ready: Vec<u8>,
+    /// Emptied buffers, reused for the next batch and the next held bytes instead of
+    /// growing new ones (a few; see [`State::recycle`]).
+    pool: Vec<Vec<u8>>,
     /// Held bytes, each behind its gate, in order.
     held: VecDeque<(u64, Vec<u8>)>,
     /// The gate for bytes written from now on (`None`: not held).
@@ -78,11 +81,31 @@ impl State {
                 break;
             }
             if let Some((_, bytes)) = self.held.pop_front() {
-                self.ready.extend_from_slice(&bytes);
+                if self.ready.is_empty() {
+                    // Taken whole rather than copied.
+                    let empty = std::mem::replace(&mut self.ready, bytes);
+                    self.recycle(empty);
+                } else {
+                    self.ready.extend_from_slice(&bytes);
+                    self.recycle(bytes);
+                }
                 moved = true;
             }
         }
         moved
+    }
+
+    /// An empty buffer, from the pool when there is one.
+    fn buffer(&mut self) -> Vec<u8> {
+        self.pool.pop().unwrap_or_default()
+    }
+
+    /// Keep a buffer for reuse: a few, none grown well past a batch by a burst.
+    fn recycle(&mut self, mut bytes: Vec<u8>) {
+        if self.pool.len() < 4 && bytes.capacity() <= 4 * SPILL {
+            bytes.clear();
+            self.pool.push(bytes);
+        }
     }
 
     fn error(&self) -> Option<io::Error> {
@@ -212,15 +235,18 @@ impl Shared {
             if let Some(e) = st.error() {
                 return Err(e);
             }
-            std::mem::take(&mut st.ready)
+            if st.ready.is_empty() {
+                return Ok(());
+            }
+            let next = st.buffer();
+            std::mem::replace(&mut st.ready, next)
         };
-        if bytes.is_empty() {
-            return Ok(());
-        }
         let res = sink.write_all(&bytes).and_then(|()| sink.flush());
+        let mut st = lock(&self.state);
         if let Err(e) = &res {
-            lock(&self.state).broken = Some((e.kind(), e.to_string()));
+            st.broken = Some((e.kind(), e.to_string()));
         }
+        st.recycle(bytes);
         res
     }
 
@@ -269,7 +295,11 @@ impl Write for OutputWriter {
             Some(g) if st.failed.is_some_and(|f| g >= f) => {}
             Some(g) => match st.held.back_mut() {
                 Some((last, bytes)) if *last >= g => bytes.extend_from_slice(buf),
-                _ => st.held.push_back((g, buf.to_vec())),
+                _ => {
+                    let mut bytes = st.buffer();
+                    bytes.extend_from_slice(buf);
+                    st.held.push_back((g, bytes));
+                }
             },
             None => {
                 let was_empty = st.ready.is_empty();
