@@ -49,11 +49,40 @@ impl Split<'_> {
     }
 }
 
+/// The width of the windows [`may_hold_long_token`] looks into: a token of [`MIN_LEN`]
+/// bytes or more holds a whole window that starts at a multiple of it.
+const WINDOW: usize = 8000;
+
+/// False when `bytes` surely holds no string token of [`MIN_LEN`] bytes or more: every
+/// window of [`WINDOW`] bytes starting at a multiple of it has an unescaped quote, so
+/// none lies inside one string. A quick look (most windows have a quote in their first
+/// bytes) that spares the tokenizer's walk over every string of a text.
+fn may_hold_long_token(bytes: &[u8]) -> bool {
+    let mut p = 0;
+    while p + WINDOW <= bytes.len() {
+        let window = &bytes[p..p + WINDOW];
+        let unescaped = memchr::memchr_iter(b'"', window).any(|q| {
+            let at = p + q;
+            let backslashes = bytes[..at]
+                .iter()
+                .rev()
+                .take_while(|&&b| b == b'\\')
+                .count();
+            backslashes % 2 == 0
+        });
+        if !unescaped {
+            return true;
+        }
+        p += WINDOW;
+    }
+    false
+}
+
 /// Cut the JSON string tokens of at least [`MIN_LEN`] bytes out of `text` (JSON, or lines
 /// of `NAME JSON`); `None` when there is none (every text shorter than `MIN_LEN`, at no
 /// cost).
 pub(crate) fn split(text: &str) -> Option<Split<'_>> {
-    if text.len() < MIN_LEN {
+    if text.len() < MIN_LEN || !may_hold_long_token(text.as_bytes()) {
         return None;
     }
     let bytes = text.as_bytes();
@@ -164,6 +193,73 @@ mod tests {
 
     fn big(c: char) -> String {
         std::iter::repeat_n(c, MIN_LEN).collect()
+    }
+
+    /// The tokens of at least MIN_LEN bytes, found the slow way (no quick look).
+    fn long_tokens(text: &str) -> usize {
+        let b = text.as_bytes();
+        let (mut n, mut i) = (0, 0);
+        while i < b.len() {
+            if b[i] != b'"' {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            let end = (i + 1).min(b.len());
+            if end - start >= MIN_LEN {
+                n += 1;
+            }
+            i = end;
+        }
+        n
+    }
+
+    #[test]
+    fn the_quick_look_never_misses_a_long_string() {
+        // Strings of every size around the limit, full of escaped quotes and
+        // backslashes, at every offset against the windows.
+        let mut seed = 7u64;
+        let mut next = |m: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        for case in 0..300 {
+            let mut text = String::new();
+            for _ in 0..(1 + next(6)) {
+                text.push_str(&"x".repeat(next(9000) as usize));
+                text.push('"');
+                let len = match next(3) {
+                    0 => next(100),
+                    1 => MIN_LEN as u64 - 40 + next(80),
+                    _ => next(40_000),
+                };
+                for _ in 0..len / 2 {
+                    text.push_str(match next(4) {
+                        0 => "\\\"",
+                        1 => "\\\\",
+                        _ => "ab",
+                    });
+                }
+                if next(8) != 0 {
+                    text.push('"');
+                }
+            }
+            let long = long_tokens(&text);
+            if long > 0 {
+                assert!(may_hold_long_token(text.as_bytes()), "case {case}: missed");
+            }
+            assert_eq!(
+                split(&text).map_or(0, |s| s.cuts.len()),
+                long,
+                "case {case}"
+            );
+        }
     }
 
     #[test]
