@@ -12,6 +12,13 @@ use serde_json::Value;
 use super::usage::Usage;
 use canvas_pyrt::Object;
 
+/// The hash maps of the run state, looked up several times per node: foldhash (the
+/// hasher hashbrown itself defaults to) instead of SipHash, which was a twentieth of a
+/// run's time; seeded per process.
+pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+/// A set with [`FastMap`]'s hasher.
+pub type FastSet<T> = HashSet<T, foldhash::fast::RandomState>;
+
 /// Outputs and recorded input values of one component.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct NodeState {
@@ -33,9 +40,9 @@ pub struct RunState {
     /// References per run (`engine.md` §4.8).
     pub retrieval: Vec<Value>,
     /// Per component state, keyed by component id.
-    pub nodes: HashMap<String, NodeState>,
+    pub nodes: FastMap<String, NodeState>,
     /// IterationItem / LoopItem pass counters (`_idx`), keyed by the item's id.
-    pub counters: HashMap<String, i64>,
+    pub counters: FastMap<String, i64>,
     /// Where the turn under way stands; `None` between turns (finished or waiting).
     #[serde(default)]
     pub cursor: Option<Cursor>,
@@ -74,11 +81,11 @@ impl UsageBook {
 /// It takes no part in equality.
 #[derive(Debug, Clone, Default)]
 pub struct Touched {
-    ids: HashSet<String>,
+    ids: FastSet<String>,
     /// Any of `globals` may have changed (through [`RunState::globals_mut`]).
     globals_all: bool,
     /// These keys of `globals` changed (through [`RunState::set_global`]).
-    global_keys: HashSet<String>,
+    global_keys: FastSet<String>,
     /// Strings of ids forgotten at the last checkpoint, reused for the next marks so
     /// marking the same components again copies no id into a new allocation.
     spare: Vec<String>,
@@ -124,7 +131,7 @@ pub enum GlobalsTouched<'a> {
     /// Nothing.
     None,
     /// At most these keys (set, or removed).
-    Keys(&'a HashSet<String>),
+    Keys(&'a FastSet<String>),
     /// Anything.
     All,
 }

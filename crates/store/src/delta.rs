@@ -7,14 +7,14 @@
 //! that changed is stored whole. Fields added to `RunState` after this file was written
 //! are still carried, as whole JSON values, until they get their own delta here.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use canvas_engine::RunState;
-use canvas_engine::state::{Cursor, GlobalsTouched, NodeState};
+use canvas_engine::state::{Cursor, FastSet, GlobalsTouched, NodeState};
 use canvas_pyrt::Object;
 
 /// Top-level `RunState` fields this module diffs itself (the others go in `extra`).
@@ -291,7 +291,7 @@ fn removed_keys<'a>(
 fn object_delta(
     prev: &Object,
     next: &Object,
-    changed: Option<&HashSet<String>>,
+    changed: Option<&FastSet<String>>,
 ) -> Option<ObjectDelta> {
     let del: Vec<String> = prev
         .keys()
