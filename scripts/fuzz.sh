@@ -65,7 +65,7 @@ run_one() {
     result="error:$status"
   fi
   # libFuzzer's own time ("Done N runs in S second(s)"), else the wall clock (a crash).
-  seconds=$(grep -oE 'Done [0-9]+ runs in [0-9]+ second' "$log" | tail -n 1 | awk '{print $5}')
+  seconds=$(grep -oE 'Done [0-9]+ runs in [0-9]+ second' "$log" | tail -n 1 | awk '{print $5}' || true)
   printf '%s\ttarget=%s\tseconds=%s\texecs=%s\tcov=%s\tft=%s\tresult=%s\tlog=%s\n' \
     "$stamp" "$target" "${seconds:-$((end - start))}" "$(last stat::number_of_executed_units "$log")" \
     "$(last cov "$log")" "$(last ft "$log")" "$result" "$log" | tee -a "$SUMMARY"
