@@ -266,11 +266,39 @@ def ratio(theirs, ours):
     return f"{r:.1f}×" if r < 10 else f"{r:.0f}×"
 
 
+def symbol_order(binary):
+    """Whether the binary's hot code is laid out together (build.rs), as text: a list
+    gone stale (a toolchain or dependency update), or a build not linked with lld,
+    costs ~10 MiB of RSS."""
+    path = os.path.join(REPO, "link", "symbol-order.txt")
+    try:
+        with open(path, encoding="utf-8") as f:
+            names = {s for s in (line.strip() for line in f) if s and not s.startswith("#")}
+        out = subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True, text=True,
+                             check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        return f"n/a ({e})"
+    found, size, lo, hi = set(), 0, None, 0
+    for parts in (line.split(" ", 3) for line in out.splitlines()):
+        if len(parts) == 4 and parts[3] in names and parts[3] not in found:
+            found.add(parts[3])
+            addr, n = int(parts[0], 16), int(parts[1], 16)
+            size += n
+            lo, hi = addr if lo is None else min(lo, addr), max(hi, addr + n)
+    together = lo is not None and hi - lo <= 2 * size
+    text = (f"{len(found)} of {len(names)} functions of link/symbol-order.txt in the binary, "
+            f"{'laid out together' if together else 'NOT laid out together'}")
+    if not names or len(found) * 10 < len(names) * 9 or not together:
+        text += " — regenerate it with scripts/symbol_order.py, or link with lld (build.rs)"
+    return text
+
+
 def report(results, baselines, table, peak_mb, binary, version, floor, fresh):
     """Human-readable table and notes."""
     base = baselines.get("base_message")
     print(f"binary:  {binary}")
     print(f"version: {version}")
+    print(f"order:   {symbol_order(binary)}")
     print(f"machine: {os.cpu_count()} CPUs, {platform.platform()}, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}")
     where = "a fresh store on disk each run" if fresh else "one store on disk per case, made by the warm-up"
@@ -379,7 +407,8 @@ def main():
     if a.json:
         json.dump({"binary": binary, "version": version, "cpus": os.cpu_count(), "rss_floor_mib": floor,
                    "platform": platform.platform(), "cases": results, "baselines": baselines,
-                   "ragflow": table, "ragflow_peak_mb_perf_b": peak_mb, "errors": errors},
+                   "ragflow": table, "ragflow_peak_mb_perf_b": peak_mb, "errors": errors,
+                   "symbol_order": symbol_order(binary)},
                   sys.stdout, indent=1, ensure_ascii=False)
         print()
     else:
