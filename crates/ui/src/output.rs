@@ -7,9 +7,15 @@
 //! Bytes may be held behind a *gate* (a number): they stay back, with everything
 //! written after them, until [`Output::open`] opens that gate. A durable sink uses it
 //! so a `node_finished` is never shown before the store has it.
+//!
+//! Bytes are kept in segments of [`SEGMENT`] bytes, not one growing buffer: a batch of a
+//! few hundred KB (what a busy run writes while the store commits) is then neither
+//! copied on every doubling nor kept at twice its size, and released held bytes move
+//! to the ready ones without a copy. Emptied segments are reused.
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
+use std::mem;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::Duration;
@@ -19,6 +25,10 @@ pub const FLUSH_EVERY: Duration = Duration::from_millis(4);
 /// Ready bytes that are written at once, by the writing thread, rather than wait: keeps
 /// the buffer (and the memory of a fast run) small.
 const SPILL: usize = 64 * 1024;
+/// The size of one buffer segment.
+const SEGMENT: usize = 64 * 1024;
+/// Emptied segments kept for reuse (1 MiB): what a run holds at a time, usually.
+const POOL: usize = 16;
 
 /// Buffered, gated output (see the module docs). Dropping it writes what is ready and
 /// stops the flusher; held bytes whose gate never opened are dropped.
@@ -50,12 +60,14 @@ struct Shared {
 
 #[derive(Default)]
 struct State {
-    /// Bytes that may be written now.
-    ready: Vec<u8>,
-    /// Emptied buffers, reused for the next batch and the next held bytes instead of
-    /// growing new ones (a few; see [`State::recycle`]).
+    /// Bytes that may be written now, in segments.
+    ready: VecDeque<Vec<u8>>,
+    /// Their length.
+    ready_len: usize,
+    /// Emptied segments, reused (see [`State::recycle`]).
     pool: Vec<Vec<u8>>,
-    /// Held bytes, each behind its gate, in order.
+    /// Held bytes in segments, each behind its gate, in order (gates never decrease;
+    /// several segments may share one).
     held: VecDeque<(u64, Vec<u8>)>,
     /// The gate for bytes written from now on (`None`: not held).
     gate: Option<u64>,
@@ -73,38 +85,61 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
 }
 
 impl State {
-    /// Move held bytes whose gate is open to `ready`; true when some moved.
+    /// Move held bytes whose gate is open to `ready` (segments move, bytes are not
+    /// copied); true when some moved.
     fn release(&mut self) -> bool {
         let mut moved = false;
-        while let Some((g, _)) = self.held.front() {
-            if *g > self.opened {
-                break;
-            }
+        while self.held.front().is_some_and(|(g, _)| *g <= self.opened) {
             if let Some((_, bytes)) = self.held.pop_front() {
-                if self.ready.is_empty() {
-                    // Taken whole rather than copied.
-                    let empty = std::mem::replace(&mut self.ready, bytes);
-                    self.recycle(empty);
-                } else {
-                    self.ready.extend_from_slice(&bytes);
-                    self.recycle(bytes);
-                }
+                self.ready_len += bytes.len();
+                self.ready.push_back(bytes);
                 moved = true;
             }
         }
         moved
     }
 
-    /// An empty buffer, from the pool when there is one.
-    fn buffer(&mut self) -> Vec<u8> {
-        self.pool.pop().unwrap_or_default()
+    /// A segment with room for `n` more bytes, from the pool when it has one.
+    fn segment(&mut self, n: usize) -> Vec<u8> {
+        match self.pool.pop() {
+            Some(seg) if seg.capacity() >= n => seg,
+            _ => Vec::with_capacity(SEGMENT.max(n)),
+        }
     }
 
-    /// Keep a buffer for reuse: a few, none grown well past a batch by a burst.
-    fn recycle(&mut self, mut bytes: Vec<u8>) {
-        if self.pool.len() < 4 && bytes.capacity() <= 4 * SPILL {
-            bytes.clear();
-            self.pool.push(bytes);
+    /// Append `buf` to the last segment of `segs` while it has room (a held segment
+    /// only when it is behind `gate`), else to a new one.
+    fn append(&mut self, held: Option<u64>, buf: &[u8]) {
+        let last = match held {
+            Some(g) => self
+                .held
+                .back_mut()
+                .filter(|(last, _)| *last >= g)
+                .map(|(_, seg)| seg),
+            None => self.ready.back_mut(),
+        };
+        match last {
+            Some(seg) if seg.capacity() - seg.len() >= buf.len() => seg.extend_from_slice(buf),
+            _ => {
+                let mut seg = self.segment(buf.len());
+                seg.extend_from_slice(buf);
+                match held {
+                    Some(g) => self.held.push_back((g, seg)),
+                    None => self.ready.push_back(seg),
+                }
+            }
+        }
+        if held.is_none() {
+            self.ready_len += buf.len();
+        }
+    }
+
+    /// Keep an emptied segment for reuse: a few, and only segments of the usual size
+    /// (one grown by a single large line goes back to the allocator).
+    fn recycle(&mut self, mut seg: Vec<u8>) {
+        if self.pool.len() < POOL && seg.capacity() == SEGMENT {
+            seg.clear();
+            self.pool.push(seg);
         }
     }
 
@@ -230,7 +265,7 @@ impl Shared {
     /// Write the ready bytes to the sink, in order with any other batch.
     fn write_ready(&self) -> io::Result<()> {
         let mut sink = self.sink.lock().unwrap_or_else(PoisonError::into_inner);
-        let bytes = {
+        let segs = {
             let mut st = lock(&self.state);
             if let Some(e) = st.error() {
                 return Err(e);
@@ -238,15 +273,20 @@ impl Shared {
             if st.ready.is_empty() {
                 return Ok(());
             }
-            let next = st.buffer();
-            std::mem::replace(&mut st.ready, next)
+            st.ready_len = 0;
+            mem::take(&mut st.ready)
         };
-        let res = sink.write_all(&bytes).and_then(|()| sink.flush());
+        let res = segs
+            .iter()
+            .try_for_each(|seg| sink.write_all(seg))
+            .and_then(|()| sink.flush());
         let mut st = lock(&self.state);
         if let Err(e) = &res {
             st.broken = Some((e.kind(), e.to_string()));
         }
-        st.recycle(bytes);
+        for seg in segs {
+            st.recycle(seg);
+        }
         res
     }
 
@@ -293,18 +333,11 @@ impl Write for OutputWriter {
         };
         match gate {
             Some(g) if st.failed.is_some_and(|f| g >= f) => {}
-            Some(g) => match st.held.back_mut() {
-                Some((last, bytes)) if *last >= g => bytes.extend_from_slice(buf),
-                _ => {
-                    let mut bytes = st.buffer();
-                    bytes.extend_from_slice(buf);
-                    st.held.push_back((g, bytes));
-                }
-            },
+            Some(g) => st.append(Some(g), buf),
             None => {
                 let was_empty = st.ready.is_empty();
-                st.ready.extend_from_slice(buf);
-                if st.ready.len() >= SPILL {
+                st.append(None, buf);
+                if st.ready_len >= SPILL {
                     drop(st);
                     self.shared.write_ready()?;
                 } else if was_empty {
@@ -371,6 +404,46 @@ mod tests {
         w.write_all(b"d").unwrap();
         out.drain().unwrap();
         assert_eq!(sink.text(), "a b c d");
+    }
+
+    #[test]
+    fn bytes_past_many_segments_and_a_line_larger_than_one_keep_their_order() {
+        let sink = Shared::default();
+        let out = Output::new(Box::new(sink.clone()), false);
+        let mut w = out.writer();
+        let mut expected = String::new();
+        let big = "x".repeat(3 * SEGMENT + 17);
+        for i in 0..4_000u64 {
+            // Gates 1, 2, 3, … every 500 lines, with ungated stretches between them.
+            out.set_gate((i % 1_000 >= 500).then_some(i / 1_000 + 1));
+            let line = if i == 1_234 {
+                format!("{big}\n")
+            } else {
+                format!("line {i:05} {}\n", "-".repeat(i as usize % 97))
+            };
+            w.write_all(line.as_bytes()).unwrap();
+            expected.push_str(&line);
+            if i % 1_000 == 999 && i < 3_000 {
+                out.open(i / 1_000 + 1);
+            }
+        }
+        out.flush().unwrap();
+        assert!(
+            sink.text().len() < expected.len(),
+            "gate 4 still holds its bytes"
+        );
+        assert!(expected.starts_with(&sink.text()));
+        out.open(4);
+        out.drain().unwrap();
+        assert_eq!(sink.text(), expected);
+        let st = lock(&out.shared.state);
+        assert!(
+            st.pool.len() <= POOL
+                && st
+                    .pool
+                    .iter()
+                    .all(|s| s.capacity() == SEGMENT && s.is_empty())
+        );
     }
 
     #[test]
