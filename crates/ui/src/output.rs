@@ -8,7 +8,7 @@
 //! written after them, until [`Output::open`] opens that gate. A durable sink uses it
 //! so a `node_finished` is never shown before the store has it.
 //!
-//! Bytes are kept in segments of [`SEGMENT`] bytes, not one growing buffer: a batch of a
+//! Bytes are kept in segments of 64 KB, not one growing buffer: a batch of a
 //! few hundred KB (what a busy run writes while the store commits) is then neither
 //! copied on every doubling nor kept at twice its size, and released held bytes move
 //! to the ready ones without a copy. Emptied segments are reused.
