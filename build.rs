@@ -61,15 +61,6 @@ fn links_with_lld() -> bool {
     };
     // "rustc 1.95.0 (59807616e 2026-04-14)"
     let text = String::from_utf8_lossy(&out.stdout);
-    let minor = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.split('.').nth(1))
-        .and_then(|m| m.parse::<u32>().ok());
-    matches!(
-        text.split_whitespace()
-            .nth(1)
-            .and_then(|v| v.split('.').next()),
-        Some("1")
-    ) && minor.is_some_and(|m| m >= 90)
+    let mut version = text.split_whitespace().nth(1).unwrap_or("").split('.');
+    version.next() == Some("1") && version.next().and_then(|m| m.parse::<u32>().ok()) >= Some(90)
 }

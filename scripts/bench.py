@@ -266,6 +266,21 @@ def ratio(theirs, ours):
     return f"{r:.1f}×" if r < 10 else f"{r:.0f}×"
 
 
+def code_symbols(binary):
+    """{name: (address, size)} of the code symbols the binary defines (from `nm`; size 0
+    when the symbol has none)."""
+    out = subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True, text=True,
+                         check=True).stdout
+    syms = {}
+    for line in out.splitlines():
+        parts = line.split(" ", 3)
+        if len(parts) == 3:  # no size (hand-written assembly)
+            parts = [parts[0], "0", parts[1], parts[2]]
+        if len(parts) == 4 and parts[2] in "tTwWi" and parts[3] not in syms:
+            syms[parts[3]] = (int(parts[0], 16), int(parts[1], 16))
+    return syms
+
+
 def symbol_order(binary):
     """Whether the binary's hot code is laid out together (build.rs), as text: a list
     gone stale (a toolchain or dependency update), or a build not linked with lld,
@@ -274,18 +289,12 @@ def symbol_order(binary):
     try:
         with open(path, encoding="utf-8") as f:
             names = {s for s in (line.strip() for line in f) if s and not s.startswith("#")}
-        out = subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True, text=True,
-                             check=True).stdout
+        syms = code_symbols(binary)
     except (OSError, subprocess.CalledProcessError) as e:
         return f"n/a ({e})"
-    found, size, lo, hi = set(), 0, None, 0
-    for parts in (line.split(" ", 3) for line in out.splitlines()):
-        if len(parts) == 4 and parts[3] in names and parts[3] not in found:
-            found.add(parts[3])
-            addr, n = int(parts[0], 16), int(parts[1], 16)
-            size += n
-            lo, hi = addr if lo is None else min(lo, addr), max(hi, addr + n)
-    together = lo is not None and hi - lo <= 2 * size
+    found = [syms[n] for n in names if n in syms]
+    size = sum(n for _, n in found)
+    together = bool(found) and max(a + n for a, n in found) - min(a for a, _ in found) <= 2 * size
     text = (f"{len(found)} of {len(names)} functions of link/symbol-order.txt in the binary, "
             f"{'laid out together' if together else 'NOT laid out together'}")
     if not names or len(found) * 10 < len(names) * 9 or not together:

@@ -17,7 +17,9 @@ first, and by name within a run.
 
 Symbol names carry a hash of the crate's build (its version, features, profile, the
 compiler's version), so after a toolchain or dependency update most names no longer
-match and the linker silently ignores them: regenerate then. `--check` only reports
+match and the linker silently ignores them: regenerate then. A few names (about 1 %,
+ending in `.llvm.` and a number: functions LLVM made global across a crate's code
+units) change with most builds of their crate; those are lost until the next run. `--check` only reports
 whether the binary has the listed functions, laid out together (scripts/bench.py
 prints the same line).
 Without --bin, `cargo build --release --locked -q` builds target/release/canvas first.
@@ -40,17 +42,6 @@ def load_bench():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-def defined_functions(binary):
-    """Names of the code symbols the binary defines."""
-    out = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
-    names = set()
-    for line in out.splitlines():
-        parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[1] in "tTwWi":
-            names.add(parts[2])
-    return names
 
 
 FN = re.compile(r"^c?fn=\(\d+\) (.+)$")
@@ -122,7 +113,7 @@ def main():
         sys.exit(1 if "regenerate" in text else 0)
     if not os.path.isdir(a.cases):
         sys.exit(f"symbol_order.py: bench directory not found: {a.cases} (or pass --cases DIR)")
-    defined = defined_functions(binary)
+    defined = set(bench.code_symbols(binary))
     order, seen = [], set()
     with tempfile.TemporaryDirectory(prefix="canvas-symbol-order-") as work:
         for name, d, args in commands(bench, os.path.abspath(a.cases), work):
