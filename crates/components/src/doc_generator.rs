@@ -17,7 +17,7 @@ use regex::Regex;
 use serde_json::{Value, json};
 
 use super::message::stringify;
-use canvas_engine::refs::{REF_RE, RefElement};
+use canvas_engine::refs::{REF_PATTERN, RefElement};
 use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx};
 use canvas_pyrt::{Object, py_json, py_str};
 use canvas_tools::ToolEnv;
@@ -310,11 +310,15 @@ impl DocGenerator {
         }
         // RAGFlow's `re.sub` over its reference pattern: the braces and the spaces the
         // pattern takes around a reference go with it.
-        Ok(REF_RE
-            .replace_all(&self.content, |c: &regex::Captures<'_>| {
-                values.get(&c[1]).cloned().unwrap_or_default()
-            })
-            .into_owned())
+        let mut out = String::with_capacity(self.content.len());
+        let mut last = 0;
+        for m in REF_PATTERN.find_iter(&self.content) {
+            out.push_str(&self.content[last..m.start()]);
+            out.push_str(values.get(m.group()).map_or("", String::as_str));
+            last = m.end();
+        }
+        out.push_str(&self.content[last..]);
+        Ok(out)
     }
 }
 

@@ -14,7 +14,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
 use serde_json::{Value, json};
 
-use canvas_engine::refs::{REF_RE_CASED, strip_ref};
+use canvas_engine::refs::{REF_PATTERN_CASED, RefPattern, strip_ref};
 use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx};
 use canvas_pyrt::{Object, py_json, py_str, py_type_name};
 use canvas_tools::ToolEnv;
@@ -194,17 +194,35 @@ fn text_of(v: &Value) -> String {
     }
 }
 
-/// Replace every match of `re` in `text` (group 1 naming a variable) by the variable's
-/// text (`_render_template`).
-async fn render(cx: &NodeCx<'_>, re: &Regex, text: &str) -> CResult<String> {
+/// Replace every reference in `text` by the variable's text (`_render_template`).
+async fn render(cx: &NodeCx<'_>, pattern: &RefPattern, text: &str) -> CResult<String> {
     // Spans first: the matches are not held across the awaits below.
-    let spans: Vec<(usize, usize, String)> = re
+    let spans = pattern
+        .find_iter(text)
+        .map(|m| (m.start(), m.end(), m.group().to_string()))
+        .collect();
+    render_spans(cx, text, spans).await
+}
+
+/// Replace every match of `re` in `text` (group 1 naming a variable) by the variable's
+/// text.
+async fn render_re(cx: &NodeCx<'_>, re: &Regex, text: &str) -> CResult<String> {
+    let spans = re
         .captures_iter(text)
         .filter_map(|c| {
             let m = c.get(0)?;
             Some((m.start(), m.end(), c.get(1)?.as_str().to_string()))
         })
         .collect();
+    render_spans(cx, text, spans).await
+}
+
+/// `text` with each span `(start, end, variable)` replaced by the variable's text.
+async fn render_spans(
+    cx: &NodeCx<'_>,
+    text: &str,
+    spans: Vec<(usize, usize, String)>,
+) -> CResult<String> {
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
     for (start, end, name) in spans {
@@ -306,7 +324,7 @@ impl Invoke {
             }
         }
         Ok(match item.get("value") {
-            Some(Value::String(s)) => json!(render(cx, &REF_RE_CASED, s).await?),
+            Some(Value::String(s)) => json!(render(cx, &REF_PATTERN_CASED, s).await?),
             Some(v) if !v.is_null() => v.clone(),
             _ => json!(""),
         })
@@ -359,7 +377,7 @@ impl Invoke {
                     py_type_name(v)
                 )));
             };
-            let text = render(cx, &HEADER_REF, text).await?;
+            let text = render_re(cx, &HEADER_REF, text).await?;
             let Ok(name) = HeaderName::from_bytes(k.as_bytes()) else {
                 return Ok(Err(format!("invalid header name {k:?}")));
             };
@@ -379,7 +397,7 @@ impl Invoke {
         args: &Object,
         headers: &Result<HeaderMap, String>,
     ) -> Result<String, AttemptError> {
-        let mut url = render(cx, &REF_RE_CASED, self.url.trim()).await?;
+        let mut url = render(cx, &REF_PATTERN_CASED, self.url.trim()).await?;
         if !url.starts_with("http://") && !url.starts_with("https://") {
             url = format!("http://{url}");
         }

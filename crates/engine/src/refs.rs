@@ -6,8 +6,8 @@ use serde_json::Value;
 use super::state::RunState;
 use canvas_pyrt::Object;
 
-use canvas_dsl::syntax::BARE_CPN_REF;
-pub use canvas_dsl::syntax::{ALIAS_RE, REF_RE, REF_RE_CASED};
+use canvas_dsl::syntax::is_bare_cpn_ref;
+pub use canvas_dsl::syntax::{ALIAS_PATTERN, REF_PATTERN, REF_PATTERN_CASED, RefPattern};
 
 /// A reference that cannot be resolved. RAGFlow raises here.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -212,12 +212,12 @@ pub fn is_ref(state: &RunState, exp: &str) -> bool {
     if !s.contains('@') {
         return state.globals.contains_key(s);
     }
-    BARE_CPN_REF.is_match(s) && s.split_once('@').is_some_and(|(c, _)| state.has_node(c))
+    is_bare_cpn_ref(s) && s.split_once('@').is_some_and(|(c, _)| state.has_node(c))
 }
 
-/// The group of a [`REF_RE`], [`REF_RE_CASED`] or [`ALIAS_RE`] match, taken from the
-/// whole match: `{* *{GROUP} *}*` where the group holds no brace nor space. `find`
-/// needs no capture slots, which `captures` allocates on every call.
+/// The group of a [`REF_PATTERN`], [`REF_PATTERN_CASED`] or [`ALIAS_PATTERN`] match,
+/// taken from the whole match: `{* *{GROUP} *}*` where the group holds no brace nor
+/// space.
 pub fn braced(whole: &str) -> &str {
     let inner = whole.trim_start_matches(['{', ' ']);
     inner.split_once('}').map_or(inner, |(g, _)| g)
@@ -244,8 +244,8 @@ pub fn collect(text: &str, alias: &dyn Fn(&str) -> Option<String>) -> Vec<RefEle
     if !text.contains('{') {
         return out;
     }
-    for m in REF_RE.find_iter(text) {
-        let exp = braced(m.as_str());
+    for m in REF_PATTERN.find_iter(text) {
+        let exp = m.group();
         if out.iter().any(|e| e.exp == exp) {
             continue;
         }
@@ -260,8 +260,8 @@ pub fn collect(text: &str, alias: &dyn Fn(&str) -> Option<String>) -> Vec<RefEle
             cpn_id,
         });
     }
-    for m in ALIAS_RE.find_iter(text) {
-        let raw = braced(m.as_str());
+    for m in ALIAS_PATTERN.find_iter(text) {
+        let raw = m.group();
         let Some(exp) = alias(raw) else { continue };
         if out.iter().any(|e| e.exp == exp) {
             continue;
@@ -369,13 +369,13 @@ mod tests {
 
     #[test]
     fn regex_eats_spaces_and_braces() {
-        let m = REF_RE.find("a {x@y} b").unwrap();
+        let m = REF_PATTERN.find("a {x@y} b").unwrap();
         assert_eq!(m.as_str(), " {x@y} ");
         // The space before an inner brace is not part of the match.
-        let m = REF_RE.find("A { {begin@obj} } B").unwrap();
+        let m = REF_PATTERN.find("A { {begin@obj} } B").unwrap();
         assert_eq!(m.as_str(), "{ {begin@obj} }");
-        assert!(REF_RE.is_match("{SYS.query}"));
-        assert!(!REF_RE_CASED.is_match("{SYS.query}"));
+        assert!(REF_PATTERN.is_match("{SYS.query}"));
+        assert!(!REF_PATTERN_CASED.is_match("{SYS.query}"));
     }
 
     #[test]
@@ -386,10 +386,9 @@ mod tests {
             "{{ {sys.query}}}",
             "{ITEM}",
         ] {
-            for re in [&*REF_RE, &*REF_RE_CASED, &*ALIAS_RE] {
-                for cap in re.captures_iter(text) {
-                    let whole = cap.get(0).map(|m| m.as_str()).unwrap_or_default();
-                    assert_eq!(braced(whole), &cap[1]);
+            for p in [&REF_PATTERN, &REF_PATTERN_CASED, &ALIAS_PATTERN] {
+                for m in p.find_iter(text) {
+                    assert_eq!(braced(m.as_str()), m.group());
                 }
             }
         }

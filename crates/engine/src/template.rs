@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use minijinja::{Environment, UndefinedBehavior};
 use serde_json::Value;
 
-use super::refs::{REF_RE, REF_RE_CASED, RefError, braced, resolve_with};
+use super::refs::{REF_PATTERN, REF_PATTERN_CASED, RefError, resolve_with};
 use super::state::RunState;
 use canvas_pyrt::{py_json, py_str};
 
@@ -15,9 +15,9 @@ use canvas_pyrt::{py_json, py_str};
 pub fn value_with_variable(state: &RunState, text: &str) -> Result<String, RefError> {
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
-    for m in REF_RE.find_iter(text) {
+    for m in REF_PATTERN.find_iter(text) {
         out.push_str(&text[last..m.start()]);
-        resolve_with(state, braced(m.as_str()), |v| match v {
+        resolve_with(state, m.group(), |v| match v {
             Value::Null => {}
             Value::String(s) => out.push_str(s),
             other => out.push_str(&py_json(other)),
@@ -240,11 +240,11 @@ pub enum Piece {
 pub fn stream_pieces(text: &str) -> Vec<Piece> {
     let mut out = Vec::new();
     let mut last = 0;
-    for m in REF_RE_CASED.find_iter(text) {
+    for m in REF_PATTERN_CASED.find_iter(text) {
         if m.start() > last {
             out.push(Piece::Text(text[last..m.start()].to_string()));
         }
-        out.push(Piece::Ref(braced(m.as_str()).to_string()));
+        out.push(Piece::Ref(m.group().to_string()));
         last = m.end();
     }
     if last < text.len() {

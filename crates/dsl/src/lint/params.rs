@@ -8,7 +8,7 @@ use super::graph::{Canvas, Comp};
 use super::{Catalog, Support};
 use crate::finding::{Finding, Level};
 use crate::model::{Object, kind_name};
-use crate::syntax::BARE_CPN_REF;
+use crate::syntax::is_bare_cpn_ref;
 
 /// Run every parameter rule.
 pub(super) fn check(c: &Canvas<'_>, catalog: &dyn Catalog, out: &mut Vec<Finding>) {
@@ -251,7 +251,7 @@ fn not_an_array(c: &Canvas<'_>, s: &str) -> Option<String> {
     if sel.is_empty() {
         return Some("`items_ref` is empty".to_owned());
     }
-    if BARE_CPN_REF.is_match(sel) {
+    if is_bare_cpn_ref(sel) {
         let (id, var) = sel.split_once('@')?;
         let declared = c
             .index(id)

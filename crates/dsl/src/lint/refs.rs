@@ -11,7 +11,7 @@ use super::Catalog;
 use super::graph::{Canvas, Comp};
 use crate::finding::{Finding, Level};
 use crate::model::Object;
-use crate::syntax::{BARE_CPN_REF, REF_RE};
+use crate::syntax::{REF_PATTERN, is_bare_cpn_ref};
 
 /// The `sys.*` names RAGFlow always defines (`engine.md` §1.1).
 const SYS_NAMES: &[&str] = &[
@@ -61,7 +61,7 @@ impl Ref<'_> {
     }
 }
 
-/// Classify the expression captured by `REF_RE` (group 1).
+/// Classify the expression captured by `REF_PATTERN` (group 1).
 fn classify(expr: &str) -> Target<'_> {
     if let Some((id, var)) = expr.split_once('@') {
         Target::Cpn { id, var }
@@ -82,12 +82,11 @@ pub(super) fn refs_in(s: &str) -> Vec<Ref<'_>> {
     if !s.contains('{') {
         return bare(s.trim_matches(' ')).into_iter().collect();
     }
-    let braced: Vec<Ref<'_>> = REF_RE
-        .captures_iter(s)
-        .filter_map(|c| c.get(1))
+    let braced: Vec<Ref<'_>> = REF_PATTERN
+        .find_iter(s)
         .map(|m| Ref {
-            target: classify(m.as_str()),
-            expr: m.as_str(),
+            target: classify(m.group()),
+            expr: m.group(),
             braced: true,
         })
         .collect();
@@ -99,7 +98,7 @@ pub(super) fn refs_in(s: &str) -> Vec<Ref<'_>> {
 
 /// `s` as a bare selector, if it is one.
 fn bare(s: &str) -> Option<Ref<'_>> {
-    let target = if s.contains('@') && BARE_CPN_REF.is_match(s) {
+    let target = if s.contains('@') && is_bare_cpn_ref(s) {
         let (id, var) = s.split_once('@')?;
         (id.contains(':') || id == "begin").then_some(Target::Cpn { id, var })?
     } else {
