@@ -184,7 +184,9 @@ pub fn from_value(mut value: Value) -> Result<Dsl, DslError> {
     };
     let mut components = indexmap::IndexMap::with_capacity(comps.len());
     for (id, c) in comps {
-        match serde_json::from_value::<super::model::ComponentDef>(c) {
+        let read = super::model::ComponentDef::from_plain(c)
+            .or_else(serde_json::from_value::<super::model::ComponentDef>);
+        match read {
             Ok(def) => {
                 components.insert(id, def);
             }

@@ -66,6 +66,99 @@ pub struct ComponentObj {
     pub extra: Object,
 }
 
+impl ComponentDef {
+    /// The entry `c` as a `ComponentDef`, its parts moved out of the value, when it has
+    /// the plain shape (`obj.component_name` a string, `params` an object, the id lists
+    /// lists of strings); `Err(c)` untouched otherwise, for serde to read it and say what
+    /// is wrong. Same result as serde's, without its cost: `#[serde(flatten)]` makes serde
+    /// copy the whole entry, parameters included, into an intermediate tree first.
+    pub fn from_plain(c: Value) -> Result<ComponentDef, Value> {
+        if !plain_shape(&c) {
+            return Err(c);
+        }
+        let Value::Object(entry) = c else {
+            return Err(c);
+        };
+        let mut def = ComponentDef {
+            obj: ComponentObj {
+                component_name: String::new(),
+                params: Object::new(),
+                extra: Object::new(),
+            },
+            downstream: Vec::new(),
+            upstream: Vec::new(),
+            parent_id: None,
+            extra: Object::new(),
+        };
+        for (k, v) in entry {
+            match (k.as_str(), v) {
+                ("obj", Value::Object(obj)) => {
+                    for (k, v) in obj {
+                        match (k.as_str(), v) {
+                            ("component_name", Value::String(name)) => {
+                                def.obj.component_name = name;
+                            }
+                            ("params", Value::Object(params)) => def.obj.params = params,
+                            ("params", _) => {}
+                            (_, v) => {
+                                def.obj.extra.insert(k, v);
+                            }
+                        }
+                    }
+                }
+                ("downstream", v) => def.downstream = strings(v),
+                ("upstream", v) => def.upstream = strings(v),
+                ("parent_id", Value::String(p)) => def.parent_id = Some(p),
+                ("parent_id", _) => {}
+                (_, v) => {
+                    def.extra.insert(k, v);
+                }
+            }
+        }
+        Ok(def)
+    }
+}
+
+/// Whether [`ComponentDef::from_plain`] can move `c` (see there).
+fn plain_shape(c: &Value) -> bool {
+    let Some(entry) = c.as_object() else {
+        return false;
+    };
+    let ids = |v: Option<&Value>| match v {
+        None | Some(Value::Null) => true,
+        Some(Value::Array(a)) => a.iter().all(Value::is_string),
+        Some(_) => false,
+    };
+    let Some(obj) = entry.get("obj").and_then(Value::as_object) else {
+        return false;
+    };
+    obj.get("component_name").is_some_and(Value::is_string)
+        && matches!(
+            obj.get("params"),
+            None | Some(Value::Null | Value::Object(_))
+        )
+        && ids(entry.get("downstream"))
+        && ids(entry.get("upstream"))
+        && matches!(
+            entry.get("parent_id"),
+            None | Some(Value::Null | Value::String(_))
+        )
+}
+
+/// A list of strings checked by [`plain_shape`], moved out (`null`: empty).
+fn strings(v: Value) -> Vec<String> {
+    match v {
+        Value::Array(a) => a
+            .into_iter()
+            .filter_map(|s| match s {
+                Value::String(s) => Some(s),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Treat an explicit `null` like a missing key.
 fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
 where
@@ -106,5 +199,123 @@ pub fn kind_name(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// `from_plain` gives serde's result whenever it takes an entry.
+    fn agrees(c: &Value) {
+        let by_serde = serde_json::from_value::<ComponentDef>(c.clone());
+        match ComponentDef::from_plain(c.clone()) {
+            Ok(def) => assert_eq!(Some(&def), by_serde.as_ref().ok(), "{c}"),
+            Err(back) => assert_eq!(&back, c, "an entry it refuses comes back untouched"),
+        }
+    }
+
+    #[test]
+    fn plain_entries_are_read_as_serde_reads_them() {
+        for c in [
+            json!({"obj": {"component_name": "Begin", "params": {}}, "downstream": ["a"], "upstream": []}),
+            json!({"obj": {"component_name": "X", "params": null, "z": 1, "a": [1]}, "parent_id": "it", "k": {"b": 2, "a": 1}}),
+            json!({"obj": {"component_name": "X"}, "downstream": null, "parent_id": null}),
+        ] {
+            assert!(ComponentDef::from_plain(c.clone()).is_ok(), "{c}");
+            agrees(&c);
+        }
+    }
+
+    #[test]
+    fn other_shapes_are_left_to_serde() {
+        for c in [
+            json!([]),
+            json!({"downstream": []}),
+            json!({"obj": {"params": {}}}),
+            json!({"obj": {"component_name": 3}}),
+            json!({"obj": {"component_name": "X", "params": []}}),
+            json!({"obj": {"component_name": "X"}, "downstream": [1]}),
+            json!({"obj": {"component_name": "X"}, "upstream": "a"}),
+            json!({"obj": {"component_name": "X"}, "parent_id": 1}),
+        ] {
+            assert_eq!(ComponentDef::from_plain(c.clone()), Err(c.clone()));
+            agrees(&c);
+        }
+    }
+
+    #[test]
+    fn every_ragflow_fixture_component_is_read_as_serde_reads_it() {
+        let dir = std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/fixtures/ragflow"
+        ));
+        if !dir.is_dir() {
+            assert_ne!(
+                std::env::var("CI").as_deref(),
+                Ok("true"),
+                "../shared is missing"
+            );
+            eprintln!("skipping: {} is missing", dir.display());
+            return;
+        }
+        let mut seen = 0;
+        for sub in ["go-testdata", "test-dsl"] {
+            for e in std::fs::read_dir(dir.join(sub)).unwrap().flatten() {
+                let text = std::fs::read_to_string(e.path()).unwrap();
+                let v: Value = serde_json::from_str(&text).unwrap();
+                let n = crate::normalize::normalize(v).value;
+                let comps = n
+                    .pointer("/components")
+                    .or_else(|| n.pointer("/dsl/components"))
+                    .and_then(Value::as_object);
+                for c in comps.into_iter().flat_map(|m| m.values()) {
+                    agrees(c);
+                    seen += 1;
+                }
+            }
+        }
+        assert!(seen > 100, "only {seen} components read");
+    }
+
+    /// A JSON value of the shapes a component entry's parts take.
+    fn part() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i32>().prop_map(Value::from),
+            "[a-z]{0,3}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(2, 8, 3, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::from),
+                proptest::collection::vec(("[a-z_]{1,4}", inner), 0..3)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn any_entry_is_read_as_serde_reads_it(
+            name in prop_oneof![Just(json!("X")), part()],
+            params in prop_oneof![Just(json!({"a": 1})), part()],
+            obj_extra in proptest::collection::vec(("[a-z_]{1,4}", part()), 0..3),
+            ids in prop_oneof![Just(json!(["a", "b"])), part()],
+            parent in prop_oneof![Just(json!("p")), part()],
+            extra in proptest::collection::vec(("[a-z_]{1,10}", part()), 0..4),
+        ) {
+            let mut obj: Object = obj_extra.into_iter().collect();
+            obj.insert("component_name".into(), name);
+            obj.insert("params".into(), params);
+            let mut c: Object = extra.into_iter().collect();
+            c.insert("obj".into(), Value::Object(obj));
+            c.insert("downstream".into(), ids.clone());
+            c.insert("upstream".into(), ids);
+            c.insert("parent_id".into(), parent);
+            agrees(&Value::Object(c));
+        }
     }
 }
