@@ -1,5 +1,7 @@
 //! `upstream` kept in step with `downstream`.
 
+use std::collections::HashMap;
+
 use serde_json::{Value, json};
 
 use super::{Log, Object, components_mut, routes};
@@ -14,58 +16,72 @@ pub(super) fn links(dsl: &mut Object, log: &mut Log) {
     let Some(comps) = components_mut(dsl) else {
         return;
     };
-    let mut sources: indexmap::IndexMap<String, Vec<String>> =
-        comps.keys().map(|k| (k.clone(), Vec::new())).collect();
-    for (id, c) in comps.iter() {
-        for t in routes(c) {
-            if let Some(s) = sources.get_mut(&t) {
-                if !s.contains(id) {
-                    s.push(id.clone());
-                }
-            }
-        }
-    }
-    for (id, c) in comps.iter_mut() {
-        let Some(c) = c.as_object_mut() else { continue };
-        let expected = &sources[id];
-        // A canvas written by hand often leaves `upstream` out: nothing to disagree with.
-        let current: Vec<Value> = match c.get("upstream") {
-            None => continue,
-            Some(Value::Array(a)) => a.clone(),
-            _ => Vec::new(),
-        };
-        let mut next: Vec<String> = Vec::new();
-        for u in &current {
-            match u.as_str() {
-                Some(u) if expected.iter().any(|e| e == u) => {
-                    if !next.iter().any(|n| n == u) {
-                        next.push(u.to_string());
+    // Read first, borrowing: in most canvases the lists already agree, and then nothing
+    // is copied or rewritten.
+    let fixes: Vec<(String, Vec<String>)> = {
+        let index: HashMap<&str, usize> = comps
+            .keys()
+            .enumerate()
+            .map(|(i, k)| (k.as_str(), i))
+            .collect();
+        let mut sources: Vec<Vec<&str>> = vec![Vec::new(); comps.len()];
+        for (id, c) in comps.iter() {
+            for t in routes(c) {
+                if let Some(&i) = index.get(t.as_str()) {
+                    if !sources[i].contains(&id.as_str()) {
+                        sources[i].push(id);
                     }
                 }
-                _ => log.note(
-                    &["components", id.as_str(), "upstream"],
-                    format!(
-                        "dropped {}: it does not route to {id:?}",
-                        serde_json::to_string(u).unwrap_or_default()
+            }
+        }
+        let mut fixes = Vec::new();
+        for (i, (id, c)) in comps.iter().enumerate() {
+            let expected = &sources[i];
+            // A canvas written by hand often leaves `upstream` out: nothing to disagree with.
+            let current: &[Value] = match c.get("upstream") {
+                None => continue,
+                Some(Value::Array(a)) => a,
+                _ => &[],
+            };
+            let mut next: Vec<&str> = Vec::new();
+            for u in current {
+                match u.as_str() {
+                    Some(u) if expected.contains(&u) => {
+                        if !next.contains(&u) {
+                            next.push(u);
+                        }
+                    }
+                    _ => log.note(
+                        &["components", id.as_str(), "upstream"],
+                        format!(
+                            "dropped {}: it does not route to {id:?}",
+                            serde_json::to_string(u).unwrap_or_default()
+                        ),
                     ),
-                ),
+                }
+            }
+            for &e in expected {
+                if !next.contains(&e) {
+                    next.push(e);
+                    log.note(
+                        &["components", id.as_str(), "upstream"],
+                        format!("added {e:?}: it routes to {id:?}"),
+                    );
+                }
+            }
+            let unchanged = current.len() == next.len()
+                && current
+                    .iter()
+                    .zip(&next)
+                    .all(|(a, b)| a.as_str() == Some(*b));
+            if !unchanged {
+                fixes.push((id.clone(), next.into_iter().map(String::from).collect()));
             }
         }
-        for e in expected {
-            if !next.contains(e) {
-                next.push(e.clone());
-                log.note(
-                    &["components", id.as_str(), "upstream"],
-                    format!("added {e:?}: it routes to {id:?}"),
-                );
-            }
-        }
-        let unchanged = current.len() == next.len()
-            && current
-                .iter()
-                .zip(&next)
-                .all(|(a, b)| a.as_str() == Some(b));
-        if !unchanged {
+        fixes
+    };
+    for (id, next) in fixes {
+        if let Some(c) = comps.get_mut(&id).and_then(Value::as_object_mut) {
             c.insert("upstream".into(), json!(next));
         }
     }
