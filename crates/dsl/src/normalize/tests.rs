@@ -277,7 +277,7 @@ fn legacy_generate_answer_and_message_are_rewritten() {
 }
 
 #[test]
-fn upstream_drops_repeats_quietly_and_non_ids_with_a_note_keeps_its_order_and_replaces_a_non_list() {
+fn upstream_drops_repeats_quietly_non_ids_with_a_note_and_replaces_a_non_list() {
     let doc = json!({"components": {
         "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["A", "B", "C"]},
         "X": {"obj": {"component_name": "Message", "params": {}}, "downstream": ["C"]},
@@ -288,7 +288,11 @@ fn upstream_drops_repeats_quietly_and_non_ids_with_a_note_keeps_its_order_and_re
     let n = normalize(doc);
     assert_eq!(comp(&n, "A")["upstream"], json!(["begin"]));
     assert_eq!(comp(&n, "B")["upstream"], json!(["begin"]));
-    assert_eq!(comp(&n, "C")["upstream"], json!(["X", "begin"]), "order kept");
+    assert_eq!(
+        comp(&n, "C")["upstream"],
+        json!(["X", "begin"]),
+        "order kept"
+    );
     let details: Vec<&str> = n.applied.iter().map(|a| a.detail.as_str()).collect();
     assert_eq!(
         details,
