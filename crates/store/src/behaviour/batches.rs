@@ -195,10 +195,14 @@ fn workers_claiming_at_once_never_get_the_same_row(f: &Fixture) {
     let (rec, rows) = batch("shared", ROWS);
     f.store().create_batch(&rec, &rows).unwrap();
     let start = Barrier::new(WORKERS);
+    // Every worker holds its first claim before any goes on: on a loaded machine one
+    // worker could otherwise take every row before the others start, and the test
+    // would not test claims made at once.
+    let first = Barrier::new(WORKERS);
     let claimed: Vec<Vec<u64>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..WORKERS)
             .map(|w| {
-                let (start, rec) = (&start, &rec);
+                let (start, first, rec) = (&start, &first, &rec);
                 s.spawn(move || {
                     let store = f.reopen().unwrap();
                     let owner = format!("elsewhere:{w}:1");
@@ -209,6 +213,9 @@ fn workers_claiming_at_once_never_get_the_same_row(f: &Fixture) {
                         let got = store
                             .claim_rows(&rec.id, &owner, 1 + (w + round) % 4, TTL)
                             .unwrap();
+                        if round == 0 {
+                            first.wait();
+                        }
                         if got.is_empty() {
                             break;
                         }
