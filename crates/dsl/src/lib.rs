@@ -7,6 +7,8 @@
 pub mod check;
 pub mod draw;
 pub mod finding;
+#[cfg(test)]
+mod fixtures;
 pub mod lint;
 pub mod load;
 pub mod locate;
