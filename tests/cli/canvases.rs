@@ -95,6 +95,24 @@ pub fn loop_canvas(passes: u64) -> Value {
     })
 }
 
+/// [`loop_canvas`] with a call in every pass: the body is `LoopItem:Start →
+/// VariableAssigner:Inc → Invoke:Gate` (GET `gate`). With a [`crate::peer::Gate`] there,
+/// a test stops the run at a pass of its choosing whatever the engine's speed. The final
+/// message is still `i=<passes>`.
+pub fn gated_loop_canvas(passes: u64, gate: &str) -> Value {
+    let mut c = loop_canvas(passes);
+    let comps = &mut c["components"];
+    comps["VariableAssigner:Inc"]["downstream"] = json!(["Invoke:Gate"]);
+    comps["Invoke:Gate"] = json!({
+        "obj": {"component_name": "Invoke",
+                "params": {"url": gate, "method": "get", "timeout": 60}},
+        "downstream": [],
+        "upstream": ["VariableAssigner:Inc"],
+        "parent_id": "Loop:L"
+    });
+    c
+}
+
 /// A conversational `begin` (prologue `Welcome.`, no inputs) leading to `downstream`.
 pub fn begin(downstream: &str) -> Value {
     json!({

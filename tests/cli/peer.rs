@@ -337,3 +337,75 @@ fn read_request(conn: &mut TcpStream) -> Option<Seen> {
         body: String::from_utf8_lossy(&body).into_owned(),
     })
 }
+
+/// An HTTP peer that answers every request at once with `{"ok": true}`, except the
+/// `held`-th, which it holds until [`Gate::release`]. A run that calls it cannot get past
+/// that call until the test lets it, however fast the engine is: the stop tests stop a
+/// run there instead of racing it.
+pub struct Gate {
+    server: FakeServer,
+    open: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    held: usize,
+}
+
+impl Gate {
+    /// A gate that holds its `held`-th request (from 1).
+    pub fn holding(held: usize) -> Gate {
+        let open = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let open2 = open.clone();
+        let server = FakeServer::with(move |_, n| {
+            if n == held {
+                let (lock, cv) = &*open2;
+                let mut released = lock.lock().unwrap();
+                while !*released {
+                    released = cv.wait(released).unwrap();
+                }
+            }
+            Reply::json(200, json!({"ok": true}))
+        });
+        Gate { server, open, held }
+    }
+
+    /// A gate that never holds.
+    pub fn open() -> Gate {
+        Gate::holding(usize::MAX)
+    }
+
+    /// The URL to call.
+    pub fn url(&self) -> String {
+        self.server.url("/gate")
+    }
+
+    /// Wait (at most the tests' timeout) until the held request has arrived.
+    pub fn wait_held(&self) {
+        let deadline = std::time::Instant::now() + crate::util::TIMEOUT;
+        while self.server.seen().len() < self.held {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the gate's request #{} never came ({} did)",
+                self.held,
+                self.server.seen().len()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// How many requests came so far.
+    pub fn calls(&self) -> usize {
+        self.server.seen().len()
+    }
+
+    /// Let the held request (and every later one) through.
+    pub fn release(&self) {
+        let (lock, cv) = &*self.open;
+        *lock.lock().unwrap() = true;
+        cv.notify_all();
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        // The server's thread may be waiting in the handler: let it go so it can stop.
+        self.release();
+    }
+}

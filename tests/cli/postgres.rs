@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::canvases::loop_canvas;
+use crate::canvases::gated_loop_canvas;
 use crate::harness::{CanvasCli, Ran};
+use crate::peer::Gate;
 use crate::util::{TIMEOUT, canvases};
 
 /// A schema of the test database for one test; dropped (with everything in it) after.
@@ -288,12 +289,16 @@ fn cancel_from_another_process_stops_a_run_on_postgres() {
     let url = pg.url();
     let dir = tempfile::tempdir().expect("temp dir");
     let flow = dir.path().join("loop.json");
-    std::fs::write(&flow, loop_canvas(6000).to_string()).expect("write the canvas");
+    // The 10th pass's call is held until the cancel is in: the run cannot end first.
+    let gate = Gate::holding(10);
+    let canvas = gated_loop_canvas(40, &gate.url());
+    std::fs::write(&flow, canvas.to_string()).expect("write the canvas");
     let child = Command::new(env!("CARGO_BIN_EXE_canvas"))
         .args(["run", "--format", "jsonl"])
         .arg(&flow)
         .env("CANVAS_STORE", &url)
         .env("HOME", dir.path())
+        .env("CANVAS_ALLOW_PRIVATE", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -304,7 +309,8 @@ fn cancel_from_another_process_stops_a_run_on_postgres() {
         .env("CANVAS_STORE", &url)
         .args(["runs"])
         .run();
-    // Wait until the run is stored, running, with events.
+    // Wait until the run is at the gate, stored, running, with events.
+    gate.wait_held();
     let deadline = Instant::now() + TIMEOUT;
     let run_id = loop {
         assert!(Instant::now() < deadline, "the run never showed as running");
@@ -324,6 +330,9 @@ fn cancel_from_another_process_stops_a_run_on_postgres() {
     on(&probe, &url, &["cancel", &run_id])
         .code(0)
         .stderr_contains("next node boundary");
+    // The run looks for a cancel request every 200 ms.
+    std::thread::sleep(Duration::from_secs(1));
+    gate.release();
     let out =
         bg.0.take()
             .expect("the run")
@@ -340,12 +349,25 @@ fn cancel_from_another_process_stops_a_run_on_postgres() {
         .json();
     assert_eq!(shown["status"], "cancelled", "{shown}");
     // And it continues from its checkpoint.
-    let resumed = on(&probe, &url, &["resume", &run_id, "--format", "jsonl"]).code(0);
+    let resumed = on(
+        &probe,
+        &url,
+        &[
+            "resume",
+            &run_id,
+            "--format",
+            "jsonl",
+            "--allow-private-network",
+        ],
+    )
+    .code(0);
     let evs = resumed.events();
     assert_eq!(
         evs.last().map(|e| e["event"].clone()),
         Some("workflow_finished".into())
     );
+    // No pass ran twice: the gate saw one call per pass.
+    assert_eq!(gate.calls(), 40);
 }
 
 #[test]

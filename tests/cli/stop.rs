@@ -2,9 +2,12 @@
 //! another process, a SIGKILLed run whose lease holder is dead, the refusal to let two
 //! processes run one run, and a form that cannot be asked (no terminal).
 //!
-//! The long run is [`loop_canvas`] with [`PASSES`] passes (a few seconds in a debug
-//! build). It is started as a child process with its output in files, and every stop
-//! waits until the store shows it running with events stored. Each stopped run is resumed and must end
+//! The long run is [`gated_loop_canvas`] with [`PASSES`] passes: every pass calls a
+//! [`Gate`] on 127.0.0.1, which holds the call of pass [`GATE_AT`] until the test lets
+//! it go, so each stop lands mid-loop however fast the engine is (a race against the
+//! clock failed once the engine got fast enough). It is started as a child process with
+//! its output in files, and every stop waits until the run is at the gate and the store
+//! shows it running with events stored. Each stopped run is resumed and must end
 //! exactly like an uninterrupted reference run of the same canvas: one
 //! `workflow_started`, one `workflow_finished`, the same node events in the same order,
 //! and the final message `i=PASSES`.
@@ -17,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::canvases::{FORM, loop_canvas};
+use crate::canvases::{FORM, gated_loop_canvas};
+use crate::peer::Gate;
 use crate::util::{
     TIMEOUT, canvases, cli, events, expect_code, final_content, status, stderr, stored_events,
     trace,
@@ -26,9 +30,15 @@ use crate::util::{
 /// How often a wait looks again.
 const POLL: Duration = Duration::from_millis(20);
 /// Loop passes of the long run.
-const PASSES: u64 = 6000;
+const PASSES: u64 = 40;
+/// The pass whose call the gate holds.
+const GATE_AT: usize = 10;
+/// How long a test waits after asking a held run to stop before it lets the held call
+/// go: the run looks for a cancel request every 200 ms, and a signal handler may run a
+/// little after `kill` returns.
+const SETTLE: Duration = Duration::from_secs(1);
 
-/// The final message of a correct run of [`loop_canvas`].
+/// The final message of a correct run of [`gated_loop_canvas`].
 fn expected_content() -> String {
     format!("i={PASSES}")
 }
@@ -71,6 +81,8 @@ impl Running {
             .env("NO_COLOR", "1")
             .env("HOME", dir)
             .env("CANVAS_STORE", store)
+            // The gate is on 127.0.0.1.
+            .env("CANVAS_ALLOW_PRIVATE", "1")
             .stdin(Stdio::null())
             .stdout(File::create(&out).expect("stdout file"))
             .stderr(File::create(&err).expect("stderr file"))
@@ -174,7 +186,7 @@ fn sigint(child: &Running) {
 // ---------------------------------------------------------------------------------
 // The reference and the checks.
 
-/// An uninterrupted run of [`loop_canvas`].
+/// An uninterrupted run of [`gated_loop_canvas`] (through an open gate).
 struct Reference {
     /// Its stored stream, as `event component_id` names.
     trace: Vec<String>,
@@ -187,8 +199,12 @@ fn reference() -> &'static Reference {
     static REF: OnceLock<Reference> = OnceLock::new();
     REF.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let (flow, store) = setup(&dir);
-        let out = cli(&["run", &flow, "--format", "jsonl"], &store);
+        let gate = Gate::open();
+        let (flow, store) = setup(&dir, &gate);
+        let out = cli(
+            &["run", &flow, "--format", "jsonl", "--allow-private-network"],
+            &store,
+        );
         expect_code(&out, 0, "the reference run");
         let printed = events(&out.stdout);
         let run_id = printed[0]["task_id"]
@@ -206,10 +222,10 @@ fn reference() -> &'static Reference {
             Some(expected_content().as_str())
         );
         // One node_started/node_finished pair for begin, Loop:L and Message:Done, and
-        // for LoopItem:Start and VariableAssigner:Inc on every pass.
+        // for LoopItem:Start, VariableAssigner:Inc and Invoke:Gate on every pass.
         let node_finished = count(&stored, "node_finished");
         assert!(
-            node_finished as u64 >= 2 * PASSES,
+            node_finished as u64 >= 3 * PASSES,
             "reference: {node_finished} node_finished for {PASSES} passes"
         );
         Reference {
@@ -219,10 +235,11 @@ fn reference() -> &'static Reference {
     })
 }
 
-/// The loop canvas written into `dir`, and the store path there.
-fn setup(dir: &tempfile::TempDir) -> (String, PathBuf) {
+/// The gated loop canvas (calling `gate`) written into `dir`, and the store path there.
+fn setup(dir: &tempfile::TempDir, gate: &Gate) -> (String, PathBuf) {
     let flow = dir.path().join("loop.json");
-    std::fs::write(&flow, serde_json::to_vec(&loop_canvas(PASSES)).unwrap()).unwrap();
+    let canvas = gated_loop_canvas(PASSES, &gate.url());
+    std::fs::write(&flow, serde_json::to_vec(&canvas).unwrap()).unwrap();
     (flow.to_str().unwrap().to_string(), dir.path().join("s.db"))
 }
 
@@ -290,7 +307,16 @@ fn assert_like_reference(store: &Path, run_id: &str, what: &str) {
 /// `canvas resume RUN_ID`: exit 0, it prints the whole turn (what was stored, then the
 /// rest: docs/resume.md), and the run ends like the reference.
 fn resume_to_the_end(store: &Path, run_id: &str, what: &str) {
-    let out = cli(&["resume", run_id, "--format", "jsonl"], store);
+    let out = cli(
+        &[
+            "resume",
+            run_id,
+            "--format",
+            "jsonl",
+            "--allow-private-network",
+        ],
+        store,
+    );
     expect_code(&out, 0, &format!("{what}: canvas resume"));
     let printed = events(&out.stdout);
     assert_eq!(
@@ -319,10 +345,14 @@ fn resume_to_the_end(store: &Path, run_id: &str, what: &str) {
 fn ctrl_c_interrupts_and_resume_finishes_the_run() {
     reference();
     let dir = tempfile::tempdir().unwrap();
-    let (flow, store) = setup(&dir);
+    let gate = Gate::holding(GATE_AT);
+    let (flow, store) = setup(&dir, &gate);
     let mut run = Running::start(&["run", &flow, "--format", "jsonl"], &store, "run");
+    gate.wait_held();
     let run_id = run.wait_running(&store);
     sigint(&run);
+    std::thread::sleep(SETTLE);
+    gate.release();
     let ended = run.wait();
     assert_eq!(
         ended.status.code(),
@@ -346,14 +376,17 @@ fn ctrl_c_interrupts_and_resume_finishes_the_run() {
     assert_eq!(status(&store, &run_id), "interrupted");
     assert_stopped_midway(&store, &run_id, "interrupted");
     resume_to_the_end(&store, &run_id, "resumed after Ctrl-C");
+    assert_eq!(gate.calls(), PASSES as usize, "a pass ran twice");
 }
 
 #[test]
 fn cancel_from_another_process_stops_at_a_node_boundary() {
     reference();
     let dir = tempfile::tempdir().unwrap();
-    let (flow, store) = setup(&dir);
+    let gate = Gate::holding(GATE_AT);
+    let (flow, store) = setup(&dir, &gate);
     let mut run = Running::start(&["run", &flow, "--format", "jsonl"], &store, "run");
+    gate.wait_held();
     let run_id = run.wait_running(&store);
     let out = cli(&["cancel", &run_id], &store);
     expect_code(&out, 0, "canvas cancel of a running run");
@@ -362,6 +395,8 @@ fn cancel_from_another_process_stops_at_a_node_boundary() {
         "{}",
         stderr(&out)
     );
+    std::thread::sleep(SETTLE);
+    gate.release();
     let ended = run.wait();
     assert_eq!(
         ended.status.code(),
@@ -374,6 +409,7 @@ fn cancel_from_another_process_stops_at_a_node_boundary() {
     assert_eq!(status(&store, &run_id), "cancelled");
     assert_stopped_midway(&store, &run_id, "cancelled");
     resume_to_the_end(&store, &run_id, "resumed after cancel");
+    assert_eq!(gate.calls(), PASSES as usize, "a pass ran twice");
 }
 
 #[test]
@@ -417,8 +453,10 @@ fn cancel_refuses_a_run_that_is_not_running() {
 fn a_running_run_is_not_resumed_by_a_second_process() {
     reference();
     let dir = tempfile::tempdir().unwrap();
-    let (flow, store) = setup(&dir);
+    let gate = Gate::holding(GATE_AT);
+    let (flow, store) = setup(&dir, &gate);
     let mut run = Running::start(&["run", &flow, "--format", "jsonl"], &store, "run");
+    gate.wait_held();
     let run_id = run.wait_running(&store);
     let out = cli(&["resume", &run_id, "--format", "jsonl"], &store);
     expect_code(&out, 2, "canvas resume of a run another process runs");
@@ -428,6 +466,7 @@ fn a_running_run_is_not_resumed_by_a_second_process() {
         stderr(&out)
     );
     assert!(out.stdout.is_empty(), "the refused resume printed events");
+    gate.release();
     let ended = run.wait();
     assert_eq!(
         ended.status.code(),
@@ -443,11 +482,15 @@ fn a_running_run_is_not_resumed_by_a_second_process() {
 fn cancel_of_a_killed_run_marks_it_cancelled_and_resume_finishes_it() {
     reference();
     let dir = tempfile::tempdir().unwrap();
-    let (flow, store) = setup(&dir);
+    let gate = Gate::holding(GATE_AT);
+    let (flow, store) = setup(&dir, &gate);
     let mut run = Running::start(&["run", &flow, "--format", "jsonl"], &store, "run");
+    gate.wait_held();
     let run_id = run.wait_running(&store);
     run.child.kill().expect("SIGKILL the run");
     let st = run.wait().status;
+    // The resume calls the gate again.
+    gate.release();
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&st),
         Some(9),
@@ -469,6 +512,8 @@ fn cancel_of_a_killed_run_marks_it_cancelled_and_resume_finishes_it() {
     assert_eq!(status(&store, &run_id), "cancelled");
     assert_stopped_midway(&store, &run_id, "killed then cancelled");
     resume_to_the_end(&store, &run_id, "resumed after kill and cancel");
+    // The pass killed in its call makes that call again; no other pass runs twice.
+    assert_eq!(gate.calls(), PASSES as usize + 1);
 }
 
 #[test]
