@@ -165,11 +165,18 @@ impl Graph {
             }
         }
         *st.globals_mut() = globals;
+        // Nodes that declare no output share one empty state until they change.
+        let empty = std::sync::Arc::new(NodeState::default());
         for (id, n) in &self.nodes {
-            let mut ns = NodeState::default();
-            for o in &n.declared_outputs {
-                ns.outputs.insert(o.clone(), Value::Null);
-            }
+            let ns = if n.declared_outputs.is_empty() {
+                empty.clone()
+            } else {
+                let mut ns = NodeState::default();
+                for o in &n.declared_outputs {
+                    ns.outputs.insert(o.clone(), Value::Null);
+                }
+                std::sync::Arc::new(ns)
+            };
             st.nodes.insert(id.clone(), ns);
         }
         st

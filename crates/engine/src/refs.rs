@@ -294,7 +294,7 @@ mod tests {
         n.outputs.insert("lst".into(), json!([1, "x", {"k": 2}]));
         n.outputs.insert("js".into(), json!("{\"k\": [5]}"));
         n.outputs.insert("none".into(), Value::Null);
-        s.nodes.insert("begin".into(), n);
+        s.nodes.insert("begin".into(), n.into());
         s
     }
 

@@ -5,6 +5,7 @@
 //! `null`; an output that was never declared nor set reads as `""`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -39,8 +40,10 @@ pub struct RunState {
     pub history: Vec<(String, Value)>,
     /// References per run (`engine.md` §4.8).
     pub retrieval: Vec<Value>,
-    /// Per component state, keyed by component id.
-    pub nodes: FastMap<String, NodeState>,
+    /// Per component state, keyed by component id. Shared, not copied, with the copies
+    /// of the state a checkpointer keeps: a node is copied when it changes after one
+    /// ([`RunState::node_mut`]).
+    pub nodes: FastMap<String, Arc<NodeState>>,
     /// IterationItem / LoopItem pass counters (`_idx`), keyed by the item's id.
     pub counters: FastMap<String, i64>,
     /// Where the turn under way stands; `None` between turns (finished or waiting).
@@ -236,9 +239,9 @@ impl RunState {
         self.touched.mark(cpn);
         // Looked up before `entry`, which would copy the id on every call.
         if !self.nodes.contains_key(cpn) {
-            self.nodes.insert(cpn.to_string(), NodeState::default());
+            self.nodes.insert(cpn.to_string(), Arc::default());
         }
-        self.nodes.get_mut(cpn).expect("inserted above")
+        Arc::make_mut(self.nodes.get_mut(cpn).expect("inserted above"))
     }
 
     /// The `_ERROR` output of a component, when set to a non-null value.

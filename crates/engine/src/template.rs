@@ -284,7 +284,7 @@ mod tests {
         s.globals.insert("sys.query".into(), json!("hello"));
         let mut n = NodeState::default();
         n.outputs.insert("obj".into(), json!({"a": 1}));
-        s.nodes.insert("begin".into(), n);
+        s.nodes.insert("begin".into(), n.into());
         s
     }
 

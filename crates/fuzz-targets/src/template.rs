@@ -88,8 +88,8 @@ fn base_state(extra: &[u8]) -> RunState {
     begin.outputs.insert("js".into(), json!("{\"k\": [5]}"));
     begin.outputs.insert("none".into(), Value::Null);
     begin.outputs.insert("n".into(), json!(1.5e300));
-    s.nodes.insert("begin".into(), begin);
-    s.nodes.insert("Iteration:It".into(), NodeState::default());
+    s.nodes.insert("begin".into(), begin.into());
+    s.nodes.insert("Iteration:It".into(), Default::default());
 
     let Ok(Value::Object(extra)) = serde_json::from_slice::<Value>(extra) else {
         return s;
@@ -101,7 +101,7 @@ fn base_state(extra: &[u8]) -> RunState {
     }
     if let Some(Value::Object(nodes)) = extra.get("nodes") {
         for (id, outputs) in nodes {
-            let node = s.nodes.entry(id.clone()).or_default();
+            let node = s.node_mut(id);
             if let Value::Object(o) = outputs {
                 node.outputs.extend(o.clone());
             }

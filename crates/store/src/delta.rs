@@ -8,7 +8,7 @@
 //! are still carried, as whole JSON values, until they get their own delta here.
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -43,9 +43,9 @@ pub struct Delta {
     /// `retrieval`: truncate, then append.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrieval: Option<Splice<Value>>,
-    /// Nodes added or changed, stored whole.
+    /// Nodes added or changed, stored whole (shared with the state they came from).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub nodes: BTreeMap<String, NodeState>,
+    pub nodes: BTreeMap<String, Arc<NodeState>>,
     /// Nodes removed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes_del: Vec<String>,
@@ -159,7 +159,9 @@ fn diff_nodes<'a>(
         Some(ids) => {
             for id in ids {
                 match (prev.nodes.get(id), next.nodes.get(id)) {
-                    (p, Some(node)) if p.is_none_or(|p| !same_node(p, node)) => {
+                    (p, Some(node))
+                        if p.is_none_or(|p| !Arc::ptr_eq(p, node) && !same_node(p, node)) =>
+                    {
                         d.nodes.insert(id.clone(), node.clone());
                     }
                     (Some(_), None) => d.nodes_del.push(id.clone()),
@@ -170,7 +172,11 @@ fn diff_nodes<'a>(
         }
         None => {
             for (id, node) in &next.nodes {
-                if prev.nodes.get(id).is_none_or(|p| !same_node(p, node)) {
+                if prev
+                    .nodes
+                    .get(id)
+                    .is_none_or(|p| !Arc::ptr_eq(p, node) && !same_node(p, node))
+                {
                     d.nodes.insert(id.clone(), node.clone());
                 }
             }
@@ -451,7 +457,7 @@ mod tests {
                 }
                 8 => {
                     let id = format!("Node:{}", r.below(6));
-                    s.nodes.entry(id).or_default().inputs = object(r, 0);
+                    std::sync::Arc::make_mut(s.nodes.entry(id).or_default()).inputs = object(r, 0);
                 }
                 9 => {
                     let id = format!("Node:{}", r.below(6));

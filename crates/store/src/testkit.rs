@@ -272,9 +272,7 @@ pub(crate) fn big_state(nodes: usize) -> RunState {
         );
         s.set_output(&id, "_created_time", json!(1_700_000_000.25 + i as f64));
         s.set_output(&id, "_elapsed_time", json!(0.0123));
-        s.nodes
-            .entry(id)
-            .or_default()
+        std::sync::Arc::make_mut(s.nodes.entry(id).or_default())
             .inputs
             .insert("text".into(), json!("{sys.query}"));
     }
