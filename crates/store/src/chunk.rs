@@ -35,6 +35,14 @@ impl EventChunk {
         }
     }
 
+    /// An empty chunk with room for `bytes` of event lines.
+    pub fn with_capacity(message_id: &str, created_at: i64, bytes: usize) -> EventChunk {
+        EventChunk {
+            text: String::with_capacity(bytes),
+            ..EventChunk::new(message_id, created_at)
+        }
+    }
+
     /// Append one event: its name and its serialised `data` (one line of JSON).
     pub fn push(&mut self, name: &str, data: &str) {
         self.text.push_str(name);
@@ -265,6 +273,20 @@ mod tests {
                 r#"{"event":"message","data":{"content":"x\ny"},"message_id":"m1","created_at":42,"task_id":"RUN"}"#,
             ]
         );
+    }
+
+    #[test]
+    fn a_chunk_made_with_room_holds_the_same_events() {
+        let mut roomy = EventChunk::with_capacity("m1", 42, 4096);
+        assert!(roomy.text.capacity() >= 4096);
+        assert!(roomy.is_empty());
+        let mut plain = EventChunk::new("m1", 42);
+        for c in [&mut roomy, &mut plain] {
+            c.push("node_started", r#"{"component_id":"a"}"#);
+            c.push("node_finished", r#"{"component_id":"a"}"#);
+        }
+        assert_eq!(roomy, plain);
+        assert_eq!(roomy.count, 2);
     }
 
     #[test]
