@@ -14,11 +14,8 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use canvas_engine::events::wire::{self, Envelope};
 use canvas_engine::{Event, EventKind, EventSink, RunState};
 use canvas_store::writer::WriterHandle;
-use canvas_store::{Checkpointer, EventChunk, Fault, RunStatus, RunWrite, TurnEnd};
+use canvas_store::{Checkpointer, ChunkBatch, Fault, RunStatus, RunWrite, TurnEnd};
 use canvas_ui::{Output, Renderer, RunEnd};
-
-/// The most room a batch's first event chunk starts with (see `Reporter::chunk_hint`).
-const MAX_CHUNK_HINT: usize = 256 * 1024;
 
 /// Commits events with checkpoints through the writer, and renders them.
 pub(super) struct Reporter<'a> {
@@ -29,10 +26,7 @@ pub(super) struct Reporter<'a> {
     writer: &'a WriterHandle,
     checkpoints: &'a mut Checkpointer,
     /// Events since the last write.
-    chunks: Vec<EventChunk>,
-    /// The bytes of event lines the last write carried: the next batch's first chunk
-    /// starts with that much room rather than growing (and copying) from empty.
-    chunk_hint: usize,
+    chunks: ChunkBatch,
     /// A `node_finished` is among them: what is shown from it on waits for their write.
     holding: bool,
     /// The gate the output was last told (`None`: not held).
@@ -67,8 +61,7 @@ impl<'a> Reporter<'a> {
             output,
             writer,
             checkpoints,
-            chunks: Vec::new(),
-            chunk_hint: 0,
+            chunks: ChunkBatch::new(),
             holding: false,
             gate: None,
             submitted: 0,
@@ -104,15 +97,10 @@ impl<'a> Reporter<'a> {
         end: Option<TurnEnd>,
         wait: bool,
     ) -> io::Result<()> {
-        let events = std::mem::take(&mut self.chunks);
-        if !events.is_empty() {
-            let bytes: usize = events.iter().map(|c| c.text.len()).sum();
-            self.chunk_hint = bytes.min(MAX_CHUNK_HINT);
-        }
         let write = RunWrite {
             run_id: self.run_id.clone(),
             turn: self.turn,
-            events,
+            events: self.chunks.take(),
             checkpoint,
             end,
         };
@@ -254,12 +242,8 @@ impl EventSink for Reporter<'_> {
         let env = Envelope::of(ev);
         self.line.clear();
         wire::write_line(name, data.as_bytes(), &env, &mut self.line);
-        if self.chunks.is_empty() {
-            let hint = self.chunk_hint.max(name.len() + data.len() + 2);
-            let first = EventChunk::with_capacity(&ev.message_id, ev.created_at, hint);
-            self.chunks.push(first);
-        }
-        EventChunk::append(&mut self.chunks, &ev.message_id, ev.created_at, name, data);
+        self.chunks
+            .append(&ev.message_id, ev.created_at, name, data);
         if matches!(ev.kind, EventKind::NodeFinished(_)) {
             self.holding = true;
         }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use canvas_engine::events::wire::{self, Envelope};
 use canvas_engine::{Event, EventKind, EventSink, RunState};
 use canvas_store::writer::WriterHandle;
-use canvas_store::{CheckpointWrite, Checkpointer, EventChunk, RunWrite, StoreError, TurnEnd};
+use canvas_store::{CheckpointWrite, Checkpointer, ChunkBatch, RunWrite, StoreError, TurnEnd};
 
 /// Hears each event's JSON line once it may be shown (see the module docs). Called from
 /// the run's task, or from the store's writer thread once a write is durable: it must
@@ -55,7 +55,7 @@ pub struct StoreSink<'a> {
     writer: &'a WriterHandle,
     checkpoints: &'a mut Checkpointer,
     /// Events since the last write.
-    chunks: Vec<EventChunk>,
+    chunks: ChunkBatch,
     /// Scratch buffer for one event's `data`.
     data: Vec<u8>,
     /// The first write the store refused.
@@ -84,7 +84,7 @@ impl<'a> StoreSink<'a> {
             turn,
             writer,
             checkpoints,
-            chunks: Vec::new(),
+            chunks: ChunkBatch::new(),
             data: Vec::new(),
             failed: Arc::default(),
             watch: None,
@@ -137,7 +137,7 @@ impl<'a> StoreSink<'a> {
         RunWrite {
             run_id: self.run_id.clone(),
             turn: self.turn,
-            events: std::mem::take(&mut self.chunks),
+            events: self.chunks.take(),
             checkpoint,
             end,
         }
@@ -203,13 +203,8 @@ impl EventSink for StoreSink<'_> {
         self.data.clear();
         wire::write_data(&ev.kind, &mut self.data).map_err(std::io::Error::other)?;
         let data = std::str::from_utf8(&self.data).map_err(std::io::Error::other)?;
-        EventChunk::append(
-            &mut self.chunks,
-            &ev.message_id,
-            ev.created_at,
-            ev.kind.name(),
-            data,
-        );
+        self.chunks
+            .append(&ev.message_id, ev.created_at, ev.kind.name(), data);
         if let Some(w) = &self.watch {
             if matches!(ev.kind, EventKind::NodeFinished(_)) {
                 self.holding = true;

@@ -90,6 +90,52 @@ impl EventChunk {
     }
 }
 
+/// The most room a batch's first chunk starts with (see [`ChunkBatch`]).
+const MAX_BATCH_HINT: usize = 256 * 1024;
+
+/// The events gathered for a run's next write, in chunks. A batch's first chunk starts
+/// with as much room (up to 256 KB) as the last batch's events took, rather than grow
+/// from empty by doubling: a busy run's batches are alike, and the doubling's copies
+/// were a twentieth of a loop's time.
+#[derive(Debug, Default)]
+pub struct ChunkBatch {
+    chunks: Vec<EventChunk>,
+    /// The bytes of event lines the last batch taken held.
+    hint: usize,
+}
+
+impl ChunkBatch {
+    /// An empty batch.
+    pub fn new() -> ChunkBatch {
+        ChunkBatch::default()
+    }
+
+    /// Append one event (see [`EventChunk::append`]).
+    pub fn append(&mut self, message_id: &str, created_at: i64, name: &str, data: &str) {
+        if self.chunks.is_empty() {
+            let room = self.hint.max(name.len() + data.len() + 2);
+            let first = EventChunk::with_capacity(message_id, created_at, room);
+            self.chunks.push(first);
+        }
+        EventChunk::append(&mut self.chunks, message_id, created_at, name, data);
+    }
+
+    /// The chunks gathered so far, leaving the batch empty for the next write.
+    pub fn take(&mut self) -> Vec<EventChunk> {
+        let chunks = std::mem::take(&mut self.chunks);
+        if !chunks.is_empty() {
+            let bytes: usize = chunks.iter().map(|c| c.text.len()).sum();
+            self.hint = bytes.min(MAX_BATCH_HINT);
+        }
+        chunks
+    }
+
+    /// Drop the events gathered so far.
+    pub fn clear(&mut self) {
+        self.chunks.clear();
+    }
+}
+
 /// An [`EventChunk`] as the store writes it.
 #[derive(Debug)]
 pub struct Encoded<'a> {
@@ -287,6 +333,44 @@ mod tests {
         }
         assert_eq!(roomy, plain);
         assert_eq!(roomy.count, 2);
+    }
+
+    #[test]
+    fn a_batch_gives_its_events_in_chunks_and_starts_the_next_with_room() {
+        let mut b = ChunkBatch::new();
+        assert!(b.take().is_empty());
+        b.append("m1", 42, "node_started", r#"{"component_id":"a"}"#);
+        b.append("m1", 42, "node_finished", r#"{"component_id":"a"}"#);
+        b.append("m2", 43, "message", r#"{"content":"x"}"#);
+        let first = b.take();
+        let mut plain = Vec::new();
+        EventChunk::append(
+            &mut plain,
+            "m1",
+            42,
+            "node_started",
+            r#"{"component_id":"a"}"#,
+        );
+        EventChunk::append(
+            &mut plain,
+            "m1",
+            42,
+            "node_finished",
+            r#"{"component_id":"a"}"#,
+        );
+        EventChunk::append(&mut plain, "m2", 43, "message", r#"{"content":"x"}"#);
+        assert_eq!(first, plain);
+        let taken: usize = first.iter().map(|c| c.text.len()).sum();
+        b.append("m2", 43, "message", r#"{"content":"y"}"#);
+        b.clear();
+        assert!(b.take().is_empty(), "cleared");
+        b.append("m2", 43, "message", r#"{"content":"z"}"#);
+        let next = b.take();
+        assert_eq!(next.len(), 1);
+        assert!(
+            next[0].text.capacity() >= taken,
+            "room of the last batch taken"
+        );
     }
 
     #[test]
