@@ -884,12 +884,23 @@ impl Store for SqliteStore {
 fn insert_run(tx: &Transaction<'_>, op: Op<'_>, rec: &RunRecord) -> Result<()> {
     let waiting = rec.waiting.as_ref().map(to_json).transpose()?;
     let options = rec.options.as_ref().map(to_json).transpose()?;
-    exec(
+    // Looked up first: binding the text to an `INSERT OR IGNORE` would copy it (and
+    // build its record) on every run of a canvas the store already has.
+    let known = one(
         tx,
         op,
-        "INSERT OR IGNORE INTO canvases (hash, text) VALUES (?1, ?2)",
-        params![rec.canvas_hash, rec.canvas],
+        "SELECT 1 FROM canvases WHERE hash = ?1",
+        [&rec.canvas_hash],
+        |_| Ok(()),
     )?;
+    if known.is_none() {
+        exec(
+            tx,
+            op,
+            "INSERT INTO canvases (hash, text) VALUES (?1, ?2)",
+            params![rec.canvas_hash, rec.canvas],
+        )?;
+    }
     let q = "INSERT INTO runs (id, source, canvas_hash, status, parent, created_at, updated_at, \
              turns, error, waiting, options) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
     let p = params![
