@@ -328,8 +328,15 @@ fn read_checkpoint(r: &Row) -> Result<CheckpointRow> {
     })
 }
 
-/// Insert `rec` into `runs`, and its canvas into `canvases` unless it is there.
-fn insert_run(tx: &mut Transaction<'_>, ctx: &str, rec: &RunRecord) -> Result<()> {
+/// Insert `rec` into `runs` with `turns` and `status` (a new run's first turn is
+/// written with it), and its canvas into `canvases` unless it is there.
+fn insert_run(
+    tx: &mut Transaction<'_>,
+    ctx: &str,
+    rec: &RunRecord,
+    turns: u32,
+    status: RunStatus,
+) -> Result<()> {
     let waiting = rec.waiting.as_ref().map(to_json).transpose()?;
     let options = rec.options.as_ref().map(to_json).transpose()?;
     let err = |e| pg_err(ctx, e);
@@ -349,11 +356,11 @@ fn insert_run(tx: &mut Transaction<'_>, ctx: &str, rec: &RunRecord) -> Result<()
             &rec.id,
             &rec.source,
             &rec.canvas_hash,
-            &rec.status.as_str(),
+            &status.as_str(),
             &rec.parent,
             &rec.created_at,
             &rec.updated_at,
-            &i64::from(rec.turns),
+            &i64::from(turns),
             &rec.error,
             &waiting,
             &options,
@@ -672,7 +679,7 @@ impl<C: GenericClient> Rows for PgRows<'_, C> {
 impl Store for PgStore {
     fn create_run(&self, rec: &RunRecord) -> Result<()> {
         let ctx = format!("creating the run (run {})", rec.id);
-        self.tx(&ctx, |tx| insert_run(tx, &ctx, rec))
+        self.tx(&ctx, |tx| insert_run(tx, &ctx, rec, rec.turns, rec.status))
     }
 
     fn create_run_with_turn(
@@ -684,11 +691,8 @@ impl Store for PgStore {
     ) -> Result<u32> {
         let ctx = format!("creating the run (run {})", rec.id);
         let inputs = to_json(inputs)?;
-        let mut first = rec.clone();
-        first.turns = 1;
-        first.status = RunStatus::Running;
         self.tx(&ctx, |tx| {
-            insert_run(tx, &ctx, &first)?;
+            insert_run(tx, &ctx, rec, 1, RunStatus::Running)?;
             tx.execute(
                 "INSERT INTO turns (run_id, turn, kind, query, inputs, started_at)
                  VALUES ($1, 1, $2, $3, $4, $5)",

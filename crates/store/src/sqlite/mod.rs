@@ -277,7 +277,7 @@ impl SqliteStore {
     ) -> Result<()> {
         let op = Op("creating the run", &run.id);
         self.write(op, |tx| {
-            insert_run(tx, op, run)?;
+            insert_run(tx, op, run, run.turns, run.status)?;
             f(tx)
         })
     }
@@ -593,7 +593,7 @@ impl Store for SqliteStore {
 
     fn create_run(&self, rec: &RunRecord) -> Result<()> {
         let op = Op("creating the run", &rec.id);
-        self.write(op, |tx| insert_run(tx, op, rec))
+        self.write(op, |tx| insert_run(tx, op, rec, rec.turns, rec.status))
     }
 
     fn create_run_with_turn(
@@ -605,11 +605,8 @@ impl Store for SqliteStore {
     ) -> Result<u32> {
         let op = Op("creating the run", &rec.id);
         let inputs = to_json(inputs)?;
-        let mut first = rec.clone();
-        first.turns = 1;
-        first.status = RunStatus::Running;
         self.write(op, |tx| {
-            insert_run(tx, op, &first)?;
+            insert_run(tx, op, rec, 1, RunStatus::Running)?;
             exec(
                 tx,
                 op,
@@ -880,8 +877,15 @@ impl Store for SqliteStore {
     }
 }
 
-/// Insert `rec` into `runs`, and its canvas into `canvases` unless it is there.
-fn insert_run(tx: &Transaction<'_>, op: Op<'_>, rec: &RunRecord) -> Result<()> {
+/// Insert `rec` into `runs` with `turns` and `status` (a new run's first turn is
+/// written with it), and its canvas into `canvases` unless it is there.
+fn insert_run(
+    tx: &Transaction<'_>,
+    op: Op<'_>,
+    rec: &RunRecord,
+    turns: u32,
+    status: RunStatus,
+) -> Result<()> {
     let waiting = rec.waiting.as_ref().map(to_json).transpose()?;
     let options = rec.options.as_ref().map(to_json).transpose()?;
     // Looked up first: binding the text to an `INSERT OR IGNORE` would copy it (and
@@ -907,11 +911,11 @@ fn insert_run(tx: &Transaction<'_>, op: Op<'_>, rec: &RunRecord) -> Result<()> {
         rec.id,
         rec.source,
         rec.canvas_hash,
-        rec.status.as_str(),
+        status.as_str(),
         rec.parent,
         rec.created_at,
         rec.updated_at,
-        rec.turns,
+        turns,
         rec.error,
         waiting,
         options,
