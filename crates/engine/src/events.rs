@@ -153,7 +153,6 @@ impl EventKind {
 /// is serialised once and the store can keep its payload without the envelope that
 /// every event of a turn repeats.
 pub mod wire {
-    use std::io::Write;
 
     use serde::ser::{Serialize, SerializeMap, Serializer};
 
@@ -223,16 +222,26 @@ pub mod wire {
         out.extend_from_slice(b",\"message_id\":");
         json_str(env.message_id, out);
         out.extend_from_slice(b",\"created_at\":");
-        // Writing to a Vec cannot fail.
-        let _ = write!(out, "{}", env.created_at);
+        // serde_json writes integers without the formatting machinery `write!` goes
+        // through; writing to a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, &env.created_at);
         out.extend_from_slice(b",\"task_id\":");
         json_str(env.task_id, out);
         out.push(b'}');
     }
 
+    /// `s` as a JSON string, as serde_json writes it. Ids (the envelope's strings)
+    /// need no escape: they are copied whole instead of byte by byte.
     fn json_str(s: &str, out: &mut Vec<u8>) {
-        // Writing a &str to a Vec cannot fail.
-        let _ = serde_json::to_writer(out, s);
+        // serde_json escapes exactly these bytes (control characters, `"` and `\`).
+        if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+            out.push(b'"');
+            out.extend_from_slice(s.as_bytes());
+            out.push(b'"');
+        } else {
+            // Writing a &str to a Vec cannot fail.
+            let _ = serde_json::to_writer(out, s);
+        }
     }
 
     /// True when `name` is one of the seven event names (what a stored payload may be
@@ -353,12 +362,20 @@ mod tests {
 
     #[test]
     fn a_line_built_from_its_parts_is_the_serde_line() {
-        for kind in every_kind() {
+        let ids = [
+            ("m\"1", -3),
+            ("01a21b08d1aadee949a64d57fd16ac84", 1_795_749_892),
+            ("back\\slash", 0),
+            ("tab\tand\u{1}control", i64::MAX),
+            ("unicodé ✓ \u{7f}", i64::MIN),
+            ("", 7),
+        ];
+        for (kind, (message_id, created_at)) in every_kind().into_iter().zip(ids.iter().cycle()) {
             let ev = Event {
                 kind,
-                message_id: "m\"1".into(),
-                created_at: -3,
-                task_id: "01RUN".into(),
+                message_id: (*message_id).into(),
+                created_at: *created_at,
+                task_id: format!("01RUN{message_id}"),
             };
             let mut data = Vec::new();
             wire::write_data(&ev.kind, &mut data).unwrap();
