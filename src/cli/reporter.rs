@@ -9,7 +9,7 @@
 //! running ahead).
 
 use std::io;
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::sync::{Arc, OnceLock, mpsc};
 
 use canvas_engine::events::wire::{self, Envelope};
 use canvas_engine::{Event, EventKind, EventSink, RunState};
@@ -34,7 +34,7 @@ pub(super) struct Reporter<'a> {
     /// Writes handed to the writer so far; a write's number is its output gate.
     submitted: u64,
     /// Why the store refused the first write it refused.
-    failed: Arc<Mutex<Option<StoreFailure>>>,
+    failed: Arc<OnceLock<StoreFailure>>,
     /// Scratch buffers for one event's `data` and line.
     data: Vec<u8>,
     line: Vec<u8>,
@@ -65,7 +65,7 @@ impl<'a> Reporter<'a> {
             holding: false,
             gate: None,
             submitted: 0,
-            failed: Arc::new(Mutex::new(None)),
+            failed: Arc::new(OnceLock::new()),
             data: Vec::new(),
             line: Vec::new(),
             live: output.is_eager(),
@@ -75,7 +75,8 @@ impl<'a> Reporter<'a> {
 
     /// The store's refusal of an earlier write, as an error for the engine.
     fn check(&self) -> io::Result<()> {
-        match &*self.failed.lock().unwrap_or_else(PoisonError::into_inner) {
+        // Asked before every event: a load, not a lock.
+        match self.failed.get() {
             Some(f) => Err(store_error(&f.message)),
             None => Ok(()),
         }
@@ -83,10 +84,7 @@ impl<'a> Reporter<'a> {
 
     /// Why the store refused a write of this turn, if it did.
     pub(super) fn store_failure(&self) -> Option<StoreFailure> {
-        self.failed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.failed.get().cloned()
     }
 
     /// Hand the pending events, `checkpoint` and `end` to the writer as one write.
@@ -122,8 +120,8 @@ impl<'a> Reporter<'a> {
                 match r {
                     Ok(()) => gates.open(gate),
                     Err(e) => {
-                        let mut f = failed.lock().unwrap_or_else(PoisonError::into_inner);
-                        f.get_or_insert_with(|| StoreFailure {
+                        // The first refusal is the one reported.
+                        let _ = failed.set(StoreFailure {
                             fault: e.fault(),
                             message: e.to_string(),
                             reason: e.reason(),
