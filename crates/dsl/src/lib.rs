@@ -9,6 +9,7 @@ pub mod draw;
 pub mod finding;
 #[cfg(test)]
 mod fixtures;
+pub mod json_value;
 pub mod lint;
 pub mod load;
 pub mod locate;

@@ -117,10 +117,12 @@ pub fn parse_value(text: &str, format: Format) -> Result<Value, DslError> {
     };
     match format {
         Format::Json => {
-            serde_json::from_str(text.trim_start_matches('\u{feff}')).map_err(|e| DslError::Json {
-                line: e.line(),
-                column: e.column(),
-                message: json_msg(&e),
+            super::json_value::from_str(text.trim_start_matches('\u{feff}')).map_err(|e| {
+                DslError::Json {
+                    line: e.line(),
+                    column: e.column(),
+                    message: json_msg(&e),
+                }
             })
         }
         _ => {
