@@ -1,10 +1,12 @@
-//! JSON text into a `serde_json::Value` whose objects are built at their final size.
+//! JSON text into a `serde_json::Value` whose objects and arrays are built at their
+//! final size.
 //!
 //! serde_json's own visitor inserts an object's members one by one into an empty map,
 //! which grows its entries and its hash table as it goes (a five-member object ends
 //! with room for seven, after three reallocations). A canvas is thousands of small
 //! objects: here each object's members wait on one shared stack and the map is made
-//! once, at its size. The value is the same, member order and duplicate keys included
+//! once, at its size. Arrays likewise (a one-item list, a component's `upstream`, took
+//! room for four). The value is the same, member order and duplicate keys included
 //! (a repeated key keeps its first place and takes the last value, as `insert` does).
 
 use std::fmt;
@@ -16,14 +18,32 @@ use serde_json::{Map, Number, Value};
 /// errors.
 pub fn from_str(text: &str) -> serde_json::Result<Value> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let mut stack = Vec::new();
-    let value = Exact(&mut stack).deserialize(&mut de)?;
+    let (mut members, mut items) = (Vec::new(), Vec::new());
+    let value = Exact {
+        members: &mut members,
+        items: &mut items,
+    }
+    .deserialize(&mut de)?;
     de.end()?;
     Ok(value)
 }
 
-/// One value; the members of the objects being read wait on the stack.
-struct Exact<'s>(&'s mut Vec<(String, Value)>);
+/// One value; the members of the objects and the items of the arrays being read wait
+/// on these stacks.
+struct Exact<'s> {
+    members: &'s mut Vec<(String, Value)>,
+    items: &'s mut Vec<Value>,
+}
+
+impl Exact<'_> {
+    /// The same stacks, for a value inside this one (which leaves them as it found them).
+    fn inner(&mut self) -> Exact<'_> {
+        Exact {
+            members: &mut *self.members,
+            items: &mut *self.items,
+        }
+    }
+}
 
 impl<'de> DeserializeSeed<'de> for Exact<'_> {
     type Value = Value;
@@ -72,25 +92,24 @@ impl<'de> Visitor<'de> for Exact<'_> {
         Ok(Value::Null)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(item) = seq.next_element_seed(Exact(&mut *self.0))? {
-            items.push(item);
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Value, A::Error> {
+        let start = self.items.len();
+        while let Some(item) = seq.next_element_seed(self.inner())? {
+            self.items.push(item);
         }
+        // Collected from an exact-size drain: the list's room is its length.
+        let items: Vec<Value> = self.items.drain(start..).collect();
         Ok(Value::Array(items))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let stack = self.0;
-        let start = stack.len();
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Value, A::Error> {
+        let start = self.members.len();
         while let Some(key) = map.next_key::<String>()? {
-            // The member's own objects use the stack above this one's members and
-            // leave it as they found it.
-            let value = map.next_value_seed(Exact(&mut *stack))?;
-            stack.push((key, value));
+            let value = map.next_value_seed(self.inner())?;
+            self.members.push((key, value));
         }
-        let mut object = Map::with_capacity(stack.len() - start);
-        object.extend(stack.drain(start..));
+        let mut object = Map::with_capacity(self.members.len() - start);
+        object.extend(self.members.drain(start..));
         Ok(Value::Object(object))
     }
 }
@@ -139,6 +158,17 @@ mod tests {
         ] {
             check(text);
         }
+    }
+
+    #[test]
+    fn arrays_take_the_room_of_their_items() {
+        let v =
+            from_str(r#"{"up": ["begin"], "many": [1, [2, 3], {"x": []}], "none": []}"#).unwrap();
+        for list in ["up", "many", "none"] {
+            let a = v[list].as_array().unwrap();
+            assert_eq!(a.capacity(), a.len(), "{list}");
+        }
+        assert_eq!(v["many"][1].as_array().unwrap().capacity(), 2);
     }
 
     #[test]
