@@ -1,6 +1,8 @@
 //! LoopItem: counts passes and decides, before each pass, whether the Loop ends
 //! (`engine.md` §7.6).
 
+use std::sync::OnceLock;
+
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -9,11 +11,103 @@ use canvas_pyrt::{Object, py_eq, py_type_name};
 
 /// Build a LoopItem.
 pub fn build(_params: &Object) -> Result<Box<dyn Component>, BuildError> {
-    Ok(Box::new(LoopItem))
+    Ok(Box::new(LoopItem::default()))
 }
 
 /// The LoopItem component.
-pub struct LoopItem;
+#[derive(Default)]
+pub struct LoopItem {
+    /// Its Loop's pass limit and termination conditions, read from the Loop's
+    /// parameters at the first pass (they are the same at every pass).
+    rules: OnceLock<Rules>,
+}
+
+/// What a LoopItem reads from its Loop's parameters.
+struct Rules {
+    /// `maximum_loop_count`.
+    max: i64,
+    /// Each termination condition, or why it is unusable (reported when reached, in
+    /// order, as each pass used to find it).
+    conditions: Vec<Result<Condition, String>>,
+    /// `logical_operator`: true for "and", false for "or", or why it is unusable.
+    all: Result<bool, String>,
+}
+
+/// One termination condition.
+struct Condition {
+    variable: String,
+    operator: String,
+    value: Operand,
+}
+
+/// What a condition compares its variable with.
+enum Operand {
+    /// `input_mode` "constant": the value as written.
+    Constant(Value),
+    /// `input_mode` "variable": a reference resolved at each pass.
+    Variable(String),
+}
+
+impl Rules {
+    fn read(params: &Object) -> Rules {
+        let conditions = params
+            .get("loop_termination_condition")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .map(condition)
+            .collect();
+        let all = match params
+            .get("logical_operator")
+            .and_then(Value::as_str)
+            .unwrap_or("and")
+        {
+            "and" => Ok(true),
+            "or" => Ok(false),
+            other => Err(format!("Invalid logical operator: {other}")),
+        };
+        Rules {
+            max: max_count(params.get("maximum_loop_count")),
+            conditions,
+            all,
+        }
+    }
+}
+
+fn condition(c: &Value) -> Result<Condition, String> {
+    let var = c
+        .get("variable")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
+    let op = c
+        .get("operator")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
+    let (Some(var), Some(op)) = (var, op) else {
+        return Err("Loop condition is incomplete.".into());
+    };
+    let raw = c.get("value").cloned().unwrap_or(Value::Null);
+    let value = match c
+        .get("input_mode")
+        .and_then(Value::as_str)
+        .unwrap_or("constant")
+    {
+        "constant" => Operand::Constant(raw),
+        "variable" => Operand::Variable(raw.as_str().unwrap_or_default().to_string()),
+        other => return Err(format!("Invalid input mode: {other}")),
+    };
+    Ok(Condition {
+        variable: var.to_string(),
+        operator: op.to_string(),
+        value,
+    })
+}
+
+impl LoopItem {
+    fn rules(&self, parent: &canvas_engine::Node) -> &Rules {
+        self.rules.get_or_init(|| Rules::read(&parent.params))
+    }
+}
 
 fn max_count(v: Option<&Value>) -> i64 {
     match v {
@@ -123,7 +217,7 @@ impl Component for LoopItem {
     }
 
     async fn invoke(&self, cx: &NodeCx<'_>) -> CResult<()> {
-        let max = max_count(cx.parent().and_then(|p| p.params.get("maximum_loop_count")));
+        let max = cx.parent().map_or(0, |p| self.rules(p).max);
         let idx = cx.counter(cx.id());
         cx.set_counter(cx.id(), if idx < 0 || idx >= max { -1 } else { idx + 1 });
         Ok(())
@@ -136,52 +230,28 @@ impl Component for LoopItem {
         let parent = cx
             .parent()
             .ok_or_else(|| ComponentError::Fatal("this LoopItem has no parent Loop".into()))?;
-        // Borrowed: this runs before every pass.
-        let conds = parent
-            .params
-            .get("loop_termination_condition")
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice);
+        // Read once: this runs before every pass.
+        let rules = self.rules(parent);
         let fatal =
             |m: String| ComponentError::Fatal(format!("loop condition of {:?}: {m}", parent.id));
-        let mut results = Vec::with_capacity(conds.len());
-        for c in conds {
-            let var = c
-                .get("variable")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty());
-            let op = c
-                .get("operator")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty());
-            let (Some(var), Some(op)) = (var, op) else {
-                return Err(fatal("Loop condition is incomplete.".into()));
-            };
-            let raw = c.get("value").cloned().unwrap_or(Value::Null);
-            let value = match c
-                .get("input_mode")
-                .and_then(Value::as_str)
-                .unwrap_or("constant")
-            {
-                "constant" => raw,
-                "variable" => {
-                    let exp = raw.as_str().unwrap_or_default();
-                    cx.resolve(exp).map_err(|e| fatal(e.to_string()))?
+        let mut results = Vec::with_capacity(rules.conditions.len());
+        for c in &rules.conditions {
+            let c = c.as_ref().map_err(|m| fatal(m.clone()))?;
+            let resolved;
+            let value = match &c.value {
+                Operand::Constant(v) => v,
+                Operand::Variable(exp) => {
+                    resolved = cx.resolve(exp).map_err(|e| fatal(e.to_string()))?;
+                    &resolved
                 }
-                other => return Err(fatal(format!("Invalid input mode: {other}"))),
             };
-            let v = cx.resolve(var).map_err(|e| fatal(e.to_string()))?;
-            results.push(evaluate(&v, op, &value).map_err(fatal)?);
+            let v = cx.resolve(&c.variable).map_err(|e| fatal(e.to_string()))?;
+            results.push(evaluate(&v, &c.operator, value).map_err(fatal)?);
         }
-        let done = match parent
-            .params
-            .get("logical_operator")
-            .and_then(Value::as_str)
-            .unwrap_or("and")
-        {
-            "and" => results.iter().all(|r| *r),
-            "or" => results.iter().any(|r| *r),
-            other => return Err(fatal(format!("Invalid logical operator: {other}"))),
+        let done = match &rules.all {
+            Ok(true) => results.iter().all(|r| *r),
+            Ok(false) => results.iter().any(|r| *r),
+            Err(m) => return Err(fatal(m.clone())),
         };
         if done {
             cx.set_counter(cx.id(), -1);
@@ -194,6 +264,47 @@ impl Component for LoopItem {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn rules(params: Value) -> Rules {
+        Rules::read(params.as_object().unwrap())
+    }
+
+    #[test]
+    fn a_loops_rules_are_read_with_each_problem_kept_for_its_turn() {
+        let r = rules(json!({
+            "maximum_loop_count": "7",
+            "logical_operator": "or",
+            "loop_termination_condition": [
+                {"variable": "Loop:L@i", "operator": "≥", "value": 3},
+                {"variable": "Loop:L@i", "operator": "=", "input_mode": "variable", "value": "env.stop"},
+                {"variable": "", "operator": "="},
+                {"variable": "Loop:L@i", "operator": "=", "input_mode": "magic"}
+            ]
+        }));
+        assert_eq!(r.max, 7);
+        assert_eq!(r.all, Ok(false));
+        assert_eq!(r.conditions.len(), 4);
+        let first = r.conditions[0].as_ref().unwrap();
+        assert_eq!(
+            (first.variable.as_str(), first.operator.as_str()),
+            ("Loop:L@i", "≥")
+        );
+        assert!(matches!(&first.value, Operand::Constant(v) if v == &json!(3)));
+        let second = r.conditions[1].as_ref().unwrap();
+        assert!(matches!(&second.value, Operand::Variable(e) if e == "env.stop"));
+        assert_eq!(
+            r.conditions[2].as_ref().err().map(String::as_str),
+            Some("Loop condition is incomplete.")
+        );
+        assert_eq!(
+            r.conditions[3].as_ref().err().map(String::as_str),
+            Some("Invalid input mode: magic")
+        );
+        let r = rules(json!({"logical_operator": "xor"}));
+        assert_eq!(r.all, Err("Invalid logical operator: xor".into()));
+        assert_eq!((r.max, r.conditions.len()), (0, 0));
+        assert_eq!(rules(json!({})).all, Ok(true));
+    }
 
     #[test]
     fn conditions_follow_the_variable_type() {
