@@ -7,7 +7,7 @@
 //! once the write carrying it is durable (a server streams a turn through it).
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use canvas_engine::events::wire::{self, Envelope};
 use canvas_engine::{Event, EventKind, EventSink, RunState};
@@ -59,7 +59,7 @@ pub struct StoreSink<'a> {
     /// Scratch buffer for one event's `data`.
     data: Vec<u8>,
     /// The first write the store refused.
-    failed: Arc<Mutex<Option<Arc<StoreError>>>>,
+    failed: Arc<OnceLock<Arc<StoreError>>>,
     /// The observer's queue, when there is one.
     watch: Option<Arc<Mutex<Watch>>>,
     /// A `node_finished` is among the events since the last write: lines from it on
@@ -127,10 +127,8 @@ impl<'a> StoreSink<'a> {
     }
 
     fn failure(&self) -> Option<Arc<StoreError>> {
-        self.failed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        // Asked before every event: a load, not a lock.
+        self.failed.get().cloned()
     }
 
     fn write(&mut self, checkpoint: Option<CheckpointWrite>, end: Option<TurnEnd>) -> RunWrite {
@@ -245,8 +243,8 @@ impl EventSink for StoreSink<'_> {
                         StoreError::Group(shared) => shared,
                         own => Arc::new(own),
                     };
-                    let mut f = failed.lock().unwrap_or_else(PoisonError::into_inner);
-                    f.get_or_insert(e);
+                    // The first refusal is the one reported.
+                    let _ = failed.set(e);
                 }
             }),
         );
