@@ -90,18 +90,18 @@ impl EventChunk {
     }
 }
 
-/// The most room a batch's first chunk starts with (see [`ChunkBatch`]).
-const MAX_BATCH_HINT: usize = 256 * 1024;
+/// The most bytes of event lines a batch puts in one chunk (a single larger line gets a
+/// chunk of its own). LZ4 finds matches only within 64 KB, so a chunk this size
+/// compresses as well as a larger one; and a batch made of chunks this size never grows
+/// one buffer by doubling: each chunk is made once, at its final size.
+pub const CHUNK_BYTES: usize = 64 * 1024;
 
-/// The events gathered for a run's next write, in chunks. A batch's first chunk starts
-/// with as much room (up to 256 KB) as the last batch's events took, rather than grow
-/// from empty by doubling: a busy run's batches are alike, and the doubling's copies
-/// were a twentieth of a loop's time.
+/// The events gathered for a run's next write, in chunks of at most [`CHUNK_BYTES`].
+/// A busy run gathers hundreds of kilobytes between checkpoints: one buffer grown by
+/// doubling copied them over and over, into memory touched for the first time.
 #[derive(Debug, Default)]
 pub struct ChunkBatch {
     chunks: Vec<EventChunk>,
-    /// The bytes of event lines the last batch taken held.
-    hint: usize,
 }
 
 impl ChunkBatch {
@@ -110,24 +110,30 @@ impl ChunkBatch {
         ChunkBatch::default()
     }
 
-    /// Append one event (see [`EventChunk::append`]).
+    /// Append one event: to the last chunk when it has the same envelope and room, else
+    /// to a new chunk.
     pub fn append(&mut self, message_id: &str, created_at: i64, name: &str, data: &str) {
-        if self.chunks.is_empty() {
-            let room = self.hint.max(name.len() + data.len() + 2);
-            let first = EventChunk::with_capacity(message_id, created_at, room);
-            self.chunks.push(first);
+        let line = name.len() + data.len() + 2;
+        match self.chunks.last_mut() {
+            Some(c)
+                if c.message_id == message_id
+                    && c.created_at == created_at
+                    && c.text.len() + line <= CHUNK_BYTES.max(c.text.capacity()) =>
+            {
+                c.push(name, data);
+            }
+            _ => {
+                let mut c =
+                    EventChunk::with_capacity(message_id, created_at, CHUNK_BYTES.max(line));
+                c.push(name, data);
+                self.chunks.push(c);
+            }
         }
-        EventChunk::append(&mut self.chunks, message_id, created_at, name, data);
     }
 
     /// The chunks gathered so far, leaving the batch empty for the next write.
     pub fn take(&mut self) -> Vec<EventChunk> {
-        let chunks = std::mem::take(&mut self.chunks);
-        if !chunks.is_empty() {
-            let bytes: usize = chunks.iter().map(|c| c.text.len()).sum();
-            self.hint = bytes.min(MAX_BATCH_HINT);
-        }
-        chunks
+        std::mem::take(&mut self.chunks)
     }
 
     /// Drop the events gathered so far.
@@ -336,7 +342,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_gives_its_events_in_chunks_and_starts_the_next_with_room() {
+    fn a_batch_gives_its_events_in_chunks_by_envelope() {
         let mut b = ChunkBatch::new();
         assert!(b.take().is_empty());
         b.append("m1", 42, "node_started", r#"{"component_id":"a"}"#);
@@ -360,17 +366,47 @@ mod tests {
         );
         EventChunk::append(&mut plain, "m2", 43, "message", r#"{"content":"x"}"#);
         assert_eq!(first, plain);
-        let taken: usize = first.iter().map(|c| c.text.len()).sum();
         b.append("m2", 43, "message", r#"{"content":"y"}"#);
         b.clear();
         assert!(b.take().is_empty(), "cleared");
-        b.append("m2", 43, "message", r#"{"content":"z"}"#);
-        let next = b.take();
-        assert_eq!(next.len(), 1);
-        assert!(
-            next[0].text.capacity() >= taken,
-            "room of the last batch taken"
+    }
+
+    #[test]
+    fn a_batch_fills_chunks_of_bounded_size_without_growing_them() {
+        let mut b = ChunkBatch::new();
+        let data = format!(r#"{{"content":"{}"}}"#, "x".repeat(1000));
+        for _ in 0..200 {
+            b.append("m1", 42, "message", &data);
+        }
+        let big = format!(r#"{{"content":"{}"}}"#, "y".repeat(3 * CHUNK_BYTES));
+        let big_line = "message".len() + big.len() + 2;
+        b.append("m1", 42, "message", &big);
+        b.append("m1", 42, "message", &data);
+        let chunks = b.take();
+        // 200 lines of 1,023 bytes: 64 to a chunk; the big line alone; the last after it.
+        assert_eq!(
+            chunks.iter().map(|c| c.count).collect::<Vec<_>>(),
+            [64, 64, 64, 8, 1, 1]
         );
+        for c in &chunks {
+            assert!(
+                c.text.len() <= CHUNK_BYTES.max(big_line),
+                "{}",
+                c.text.len()
+            );
+            assert!(
+                c.text.capacity() < 2 * CHUNK_BYTES.max(c.text.len()),
+                "made at its size, not grown by doubling"
+            );
+        }
+        let mut plain = Vec::new();
+        for _ in 0..200 {
+            EventChunk::append(&mut plain, "m1", 42, "message", &data);
+        }
+        EventChunk::append(&mut plain, "m1", 42, "message", &big);
+        EventChunk::append(&mut plain, "m1", 42, "message", &data);
+        let joined: String = chunks.iter().map(|c| c.text.as_str()).collect();
+        assert_eq!(joined, plain[0].text, "the same lines, in order");
     }
 
     #[test]

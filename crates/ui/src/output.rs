@@ -22,8 +22,9 @@ use std::time::Duration;
 
 /// How long ready bytes may wait for more before they are written (not in eager mode).
 pub const FLUSH_EVERY: Duration = Duration::from_millis(4);
-/// Ready bytes that are written at once, by the writing thread, rather than wait: keeps
-/// the buffer (and the memory of a fast run) small.
+/// Ready bytes that are written at once rather than wait (by the writing thread, or by
+/// the flusher when an opened gate released them): keeps the buffer, and the memory a
+/// fast run touches, small.
 const SPILL: usize = 64 * 1024;
 /// The size of one buffer segment.
 const SEGMENT: usize = 64 * 1024;
@@ -56,6 +57,8 @@ struct Shared {
     /// The sink; held while writing so batches reach it in order.
     sink: Mutex<Box<dyn Write + Send>>,
     eager: bool,
+    /// [`FLUSH_EVERY`], but for tests.
+    flush_every: Duration,
 }
 
 #[derive(Default)]
@@ -154,11 +157,16 @@ impl Output {
     /// Output to `sink`. `eager`: write as soon as bytes are ready (a terminal, where
     /// a person reads along); otherwise batch over [`FLUSH_EVERY`].
     pub fn new(sink: Box<dyn Write + Send>, eager: bool) -> Output {
+        Output::with_flush_every(sink, eager, FLUSH_EVERY)
+    }
+
+    fn with_flush_every(sink: Box<dyn Write + Send>, eager: bool, every: Duration) -> Output {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
             sink: Mutex::new(sink),
             eager,
+            flush_every: every,
         });
         let flusher = {
             let shared = Arc::clone(&shared);
@@ -305,7 +313,9 @@ impl Shared {
                 if !self.eager && !st.closing {
                     st = self
                         .changed
-                        .wait_timeout_while(st, FLUSH_EVERY, |st| !st.closing)
+                        .wait_timeout_while(st, self.flush_every, |st| {
+                            !st.closing && st.ready_len < SPILL
+                        })
                         .map_or_else(|e| e.into_inner().0, |(st, _)| st);
                 }
                 if st.closing {
@@ -458,6 +468,29 @@ mod tests {
             thread::sleep(Duration::from_millis(2));
         }
         panic!("never written: {:?}", sink.text());
+    }
+
+    #[test]
+    fn bytes_a_gate_releases_past_the_spill_are_written_without_waiting() {
+        let sink = Shared::default();
+        // The flusher's own interval never comes: only the spill can write them.
+        let out =
+            Output::with_flush_every(Box::new(sink.clone()), false, Duration::from_secs(3600));
+        out.set_gate(Some(1));
+        let line = [b'x'; 1000];
+        let mut w = out.writer();
+        for _ in 0..(SPILL / line.len() + 1) {
+            w.write_all(&line).unwrap();
+        }
+        assert_eq!(sink.text(), "", "held");
+        out.open(1);
+        for _ in 0..500 {
+            if sink.text().len() > SPILL {
+                return;
+            }
+            thread::sleep(Duration::from_millis(2));
+        }
+        panic!("released bytes waited: {} written", sink.text().len());
     }
 
     #[test]
