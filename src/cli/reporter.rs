@@ -2,6 +2,8 @@
 //! to the renderer (through the buffered [`Output`]) and, in compact form, to the
 //! store's writer with the checkpoint they belong to. A `node_finished`, and what
 //! follows it, is held in the output until the write that carries it is durable.
+//! Held JSON lines are written by the reporter itself into output segments, handed over
+//! with the write they wait for: a busy run's lines cost no lock each.
 //!
 //! On a terminal the renderer draws spinners beside the text, so held events are not
 //! rendered ahead as bytes: they are kept, and rendered once their write is durable
@@ -42,6 +44,11 @@ pub(super) struct Reporter<'a> {
     live: bool,
     /// Events held back in live mode, with their lines.
     held: Vec<(Event, Vec<u8>)>,
+    /// The renderer writes lines as they are (JSON lines): held lines are then staged
+    /// here and handed to the output a segment at a time, not one by one.
+    as_is: bool,
+    /// Lines held for the next write, staged (see `as_is`).
+    staged: Vec<u8>,
 }
 
 impl<'a> Reporter<'a> {
@@ -57,7 +64,6 @@ impl<'a> Reporter<'a> {
         Reporter {
             run_id: run_id.to_string(),
             turn,
-            renderer,
             output,
             writer,
             checkpoints,
@@ -70,6 +76,9 @@ impl<'a> Reporter<'a> {
             line: Vec::new(),
             live: output.is_eager(),
             held: Vec::new(),
+            as_is: renderer.lines_as_is(),
+            staged: Vec::new(),
+            renderer,
         }
     }
 
@@ -95,6 +104,8 @@ impl<'a> Reporter<'a> {
         end: Option<TurnEnd>,
         wait: bool,
     ) -> io::Result<()> {
+        // Staged lines are the write's own: they show once it is durable.
+        self.push_staged();
         let write = RunWrite {
             run_id: self.run_id.clone(),
             turn: self.turn,
@@ -146,6 +157,27 @@ impl<'a> Reporter<'a> {
         Ok(())
     }
 
+    /// Stage a held event's line (see `as_is`): no lock, and one copy of its data.
+    fn stage(&mut self, name: &str, data: &[u8], env: &Envelope<'_>) {
+        // The longest the line can be: the envelope's words and number take under 96
+        // bytes, and an id's byte takes at most six once escaped.
+        let most = name.len() + data.len() + 6 * (env.message_id.len() + env.task_id.len()) + 96;
+        if self.staged.capacity() - self.staged.len() < most {
+            self.push_staged();
+            self.staged = self.output.segment(most);
+        }
+        wire::write_line(name, data, env, &mut self.staged);
+        self.staged.push(b'\n');
+    }
+
+    /// Hand the staged lines to the output, behind the gate of the next write.
+    fn push_staged(&mut self) {
+        if !self.staged.is_empty() {
+            let staged = std::mem::take(&mut self.staged);
+            self.output.push_held(self.submitted + 1, staged);
+        }
+    }
+
     fn set_gate(&mut self, gate: Option<u64>) {
         if self.gate != gate {
             self.gate = gate;
@@ -189,6 +221,7 @@ impl<'a> Reporter<'a> {
     pub(super) fn abandon_turn(&mut self, end: TurnEnd) -> io::Result<()> {
         self.chunks.clear();
         self.held.clear();
+        self.staged.clear();
         let res = self.submit(None, Some(end), true);
         let shown = self.output.drain();
         res.and(shown)
@@ -238,13 +271,19 @@ impl EventSink for Reporter<'_> {
         let data = std::str::from_utf8(&self.data).map_err(io::Error::other)?;
         let name = ev.kind.name();
         let env = Envelope::of(ev);
-        self.line.clear();
-        wire::write_line(name, data.as_bytes(), &env, &mut self.line);
         self.chunks
             .append(&ev.message_id, ev.created_at, name, data);
         if matches!(ev.kind, EventKind::NodeFinished(_)) {
             self.holding = true;
         }
+        if self.holding && self.as_is && !self.live {
+            let data = std::mem::take(&mut self.data);
+            self.stage(name, &data, &env);
+            self.data = data;
+            return Ok(());
+        }
+        self.line.clear();
+        wire::write_line(name, data.as_bytes(), &env, &mut self.line);
         if self.live {
             if self.holding {
                 self.held.push((ev.clone(), self.line.clone()));

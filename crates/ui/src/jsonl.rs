@@ -34,4 +34,8 @@ impl<W: Write + Send> Renderer for JsonlRenderer<W> {
     fn finish(&mut self, _end: &RunEnd) -> io::Result<()> {
         self.out.flush()
     }
+
+    fn lines_as_is(&self) -> bool {
+        true
+    }
 }

@@ -59,4 +59,10 @@ pub trait Renderer: Send {
     }
     /// Write whatever closes the stream.
     fn finish(&mut self, end: &RunEnd) -> io::Result<()>;
+    /// True when [`Renderer::event_line`] writes the line as it is and a newline, and
+    /// nothing else: its caller may then write such lines to the output itself, many
+    /// at a time.
+    fn lines_as_is(&self) -> bool {
+        false
+    }
 }

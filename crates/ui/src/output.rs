@@ -213,6 +213,28 @@ impl Output {
         self.gates().fail(gate);
     }
 
+    /// An empty buffer with room for at least `n` bytes, of the segment size when `n`
+    /// fits one (then from the segments kept for reuse), to fill and [`Output::push_held`].
+    pub fn segment(&self, n: usize) -> Vec<u8> {
+        lock(&self.shared.state).segment(n)
+    }
+
+    /// Append `bytes`, written by the caller, behind `gate` after everything written so
+    /// far: many lines for one lock. Bytes of a gate that failed are dropped.
+    pub fn push_held(&self, gate: u64, bytes: Vec<u8>) {
+        let mut st = lock(&self.shared.state);
+        if bytes.is_empty() || st.failed.is_some_and(|f| gate >= f) {
+            st.recycle(bytes);
+            return;
+        }
+        // Gates of held bytes never decrease (see `State::held`).
+        let gate = st.held.back().map_or(gate, |(g, _)| gate.max(*g));
+        st.held.push_back((gate, bytes));
+        if st.release() {
+            self.shared.changed.notify_all();
+        }
+    }
+
     /// Write what is ready now (held bytes stay held).
     pub fn flush(&self) -> io::Result<()> {
         self.shared.write_ready()
@@ -414,6 +436,43 @@ mod tests {
         w.write_all(b"d").unwrap();
         out.drain().unwrap();
         assert_eq!(sink.text(), "a b c d");
+    }
+
+    #[test]
+    fn pushed_bytes_wait_for_their_gate_in_order_with_written_ones() {
+        let sink = Shared::default();
+        let out = Output::new(Box::new(sink.clone()), false);
+        let mut w = out.writer();
+        w.write_all(b"a ").unwrap();
+        let mut seg = out.segment(4);
+        assert!(seg.capacity() >= SEGMENT, "a whole segment");
+        seg.extend_from_slice(b"b ");
+        out.push_held(1, seg);
+        w.write_all(b"c ").unwrap();
+        let mut seg = out.segment(4);
+        seg.extend_from_slice(b"d ");
+        out.push_held(2, seg);
+        out.flush().unwrap();
+        assert_eq!(sink.text(), "a ", "b is held, and c behind it");
+        out.open(1);
+        out.flush().unwrap();
+        assert_eq!(sink.text(), "a b c ", "d waits for gate 2");
+        out.open(2);
+        out.drain().unwrap();
+        assert_eq!(sink.text(), "a b c d ");
+    }
+
+    #[test]
+    fn pushed_bytes_of_a_failed_gate_are_never_shown() {
+        let sink = Shared::default();
+        let out = Output::new(Box::new(sink.clone()), false);
+        out.push_held(1, b"a ".to_vec());
+        out.fail(1);
+        out.push_held(2, b"b ".to_vec());
+        out.open(2);
+        out.drain().unwrap();
+        assert_eq!(sink.text(), "");
+        assert!(out.error().is_none());
     }
 
     #[test]
