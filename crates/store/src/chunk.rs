@@ -5,6 +5,8 @@
 //! ([`canvas_engine::events::wire`]). Large values are cut out of the text first and
 //! kept once (`blobs`).
 
+use std::borrow::Cow;
+
 use canvas_engine::events::wire::{self, Envelope};
 
 use super::blobs::{self, Split};
@@ -91,14 +93,14 @@ impl EventChunk {
 }
 
 /// The most bytes of event lines a batch puts in one chunk (a single larger line gets a
-/// chunk of its own). LZ4 finds matches only within 64 KB, so a chunk this size
-/// compresses as well as a larger one; and a batch made of chunks this size never grows
-/// one buffer by doubling: each chunk is made once, at its final size.
+/// chunk of its own): each chunk is made once, at its final size.
 pub const CHUNK_BYTES: usize = 64 * 1024;
 
 /// The events gathered for a run's next write, in chunks of at most [`CHUNK_BYTES`].
 /// A busy run gathers hundreds of kilobytes between checkpoints: one buffer grown by
-/// doubling copied them over and over, into memory touched for the first time.
+/// doubling copied them over and over, into memory touched for the first time, on the
+/// running thread. The writer joins them again ([`coalesce`]): one chunk compresses
+/// better than several.
 #[derive(Debug, Default)]
 pub struct ChunkBatch {
     chunks: Vec<EventChunk>,
@@ -140,6 +142,33 @@ impl ChunkBatch {
     pub fn clear(&mut self) {
         self.chunks.clear();
     }
+}
+
+/// `chunks` with each run of neighbours that share an envelope joined into one chunk
+/// (the events in order): how a batch is stored.
+pub fn coalesce(chunks: &[EventChunk]) -> Vec<Cow<'_, EventChunk>> {
+    let mut out: Vec<Cow<'_, EventChunk>> = Vec::with_capacity(chunks.len());
+    for (i, c) in chunks.iter().enumerate() {
+        let same = |o: &EventChunk| o.message_id == c.message_id && o.created_at == c.created_at;
+        match out.last_mut() {
+            Some(last) if same(last) => {
+                let last = last.to_mut();
+                if last.text.capacity() - last.text.len() < c.text.len() {
+                    // Room for the whole run at once, not a doubling per chunk.
+                    let rest: usize = chunks[i..]
+                        .iter()
+                        .take_while(|o| same(o))
+                        .map(|o| o.text.len())
+                        .sum();
+                    last.text.reserve(rest);
+                }
+                last.text.push_str(&c.text);
+                last.count += c.count;
+            }
+            _ => out.push(Cow::Borrowed(c)),
+        }
+    }
+    out
 }
 
 /// An [`EventChunk`] as the store writes it.
@@ -407,6 +436,43 @@ mod tests {
         EventChunk::append(&mut plain, "m1", 42, "message", &data);
         let joined: String = chunks.iter().map(|c| c.text.as_str()).collect();
         assert_eq!(joined, plain[0].text, "the same lines, in order");
+    }
+
+    #[test]
+    fn coalescing_joins_neighbours_that_share_an_envelope() {
+        let chunk = |m: &str, at: i64, lines: &[&str]| {
+            let mut c = EventChunk::new(m, at);
+            for l in lines {
+                c.push("message", l);
+            }
+            c
+        };
+        let chunks = [
+            chunk("m1", 1, &["a", "b"]),
+            chunk("m1", 1, &["c"]),
+            chunk("m1", 1, &["d"]),
+            chunk("m1", 2, &["e"]),
+            chunk("m2", 2, &["f"]),
+            chunk("m2", 2, &["g"]),
+        ];
+        let joined = coalesce(&chunks);
+        let want = [
+            chunk("m1", 1, &["a", "b", "c", "d"]),
+            chunk("m1", 2, &["e"]),
+            chunk("m2", 2, &["f", "g"]),
+        ];
+        assert_eq!(
+            joined
+                .iter()
+                .map(|c| c.as_ref().clone())
+                .collect::<Vec<_>>(),
+            want
+        );
+        assert!(
+            matches!(joined[1], Cow::Borrowed(_)),
+            "a lone chunk is not copied"
+        );
+        assert!(coalesce(&[]).is_empty());
     }
 
     #[test]

@@ -155,7 +155,7 @@ pub(crate) fn write_run(rows: &mut impl Rows, w: &RunWrite) -> Result<u64> {
         return Err(StoreError::NotFound(run_id.to_string()));
     }
     let mut next: Option<i64> = None;
-    for c in w.events.iter().filter(|c| !c.is_empty()) {
+    for c in chunk::coalesce(&w.events).iter().filter(|c| !c.is_empty()) {
         let seq = match next {
             Some(n) => n,
             None => rows.last_event_seq(run_id)? + 1,
