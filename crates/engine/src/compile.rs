@@ -184,7 +184,8 @@ impl Canvas {
                 )
             })
             .collect();
-        let mut nodes = IndexMap::with_capacity(dsl.components.len());
+        let mut nodes =
+            IndexMap::with_capacity_and_hasher(dsl.components.len(), Default::default());
         let mut components = Vec::with_capacity(dsl.components.len());
         for ((id, def), (mut params, downstream)) in dsl.components.iter().zip(owned) {
             let name = &def.obj.component_name;

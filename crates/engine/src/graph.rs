@@ -41,8 +41,8 @@ pub struct Node {
 
 /// The nodes of a canvas and the DSL they were compiled from.
 pub struct Graph {
-    /// Nodes in DSL order.
-    pub nodes: IndexMap<String, Node>,
+    /// Nodes in DSL order, hashed with foldhash: looked up by id several times a node.
+    pub nodes: IndexMap<String, Node, foldhash::fast::RandomState>,
     /// The DSL it was compiled from (globals, variables, extra keys); each component's
     /// `params` and `downstream` were moved into its [`Node`].
     pub dsl: Dsl,

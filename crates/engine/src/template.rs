@@ -211,20 +211,47 @@ pub fn merge(template: &str, refs: &[MergeRef<'_>], mode: JinjaMode) -> String {
 /// `*text = text.replace(from, to)`, building the result in `spare` (kept for the next
 /// call) and copying nothing when `from` does not occur.
 fn replace_in(text: &mut String, spare: &mut String, from: &str, to: &str) {
-    let mut found = text.match_indices(from).peekable();
+    if from.is_empty() {
+        // Every char boundary, as `str::replace` has it (an identifier is never empty).
+        *text = text.replace(from, to);
+        return;
+    }
+    let mut found = occurrences(text, from).peekable();
     if found.peek().is_none() {
         return;
     }
     spare.clear();
     spare.reserve(text.len() + to.len());
     let mut last = 0;
-    for (at, _) in found {
+    for at in found {
         spare.push_str(&text[last..at]);
         spare.push_str(to);
         last = at + from.len();
     }
     spare.push_str(&text[last..]);
     std::mem::swap(text, spare);
+}
+
+/// Where a non-empty `needle` occurs in `text`, without overlaps, as
+/// `str::match_indices` finds it.
+/// Templates and needles are short, and a merge runs on every pass of a loop: finding
+/// the first byte and comparing there costs less than building a two-way searcher.
+fn occurrences<'t>(text: &'t str, needle: &'t str) -> impl Iterator<Item = usize> + 't {
+    let bytes = text.as_bytes();
+    let first = needle.as_bytes().first().copied();
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        let first = first?;
+        while from < bytes.len() {
+            let at = from + bytes[from..].iter().position(|&b| b == first)?;
+            if bytes[at..].starts_with(needle.as_bytes()) {
+                from = at + needle.len();
+                return Some(at);
+            }
+            from = at + 1;
+        }
+        None
+    })
 }
 
 /// A piece of a streamed template: literal text, or a reference (routine (a)).
@@ -255,6 +282,44 @@ pub fn stream_pieces(text: &str) -> Vec<Piece> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn replacing_in_place_gives_what_str_replace_gives() {
+        let mut spare = String::new();
+        // Every text and needle of up to four letters over an alphabet with a repeated
+        // letter, braces and a two-byte char: overlaps, matches at either end, none.
+        let alphabet = ["a", "{", "}", "é"];
+        let words = |n: usize| -> Vec<String> {
+            let mut out = vec![String::new()];
+            for _ in 0..n {
+                let mut next = Vec::new();
+                for w in &out {
+                    for c in alphabet {
+                        next.push(format!("{w}{c}"));
+                    }
+                }
+                out.extend(next);
+                out.dedup();
+            }
+            out.sort();
+            out.dedup();
+            out
+        };
+        let texts = words(4);
+        let needles = words(2);
+        for text in &texts {
+            for from in &needles {
+                let mut got = text.clone();
+                replace_in(&mut got, &mut spare, from, "<x>");
+                assert_eq!(got, text.replace(from.as_str(), "<x>"), "{text:?} {from:?}");
+                if !from.is_empty() {
+                    let at: Vec<usize> = occurrences(text, from).collect();
+                    let want: Vec<usize> = text.match_indices(from.as_str()).map(|m| m.0).collect();
+                    assert_eq!(at, want, "{text:?} {from:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn has_jinja_finds_what_the_block_pattern_found() {
