@@ -94,12 +94,12 @@ impl EventChunk {
 
 /// The most bytes of event lines a batch puts in one chunk (a single larger line gets a
 /// chunk of its own): each chunk is made once, at its final size.
-pub const CHUNK_BYTES: usize = 64 * 1024;
+pub(crate) const CHUNK_BYTES: usize = 64 * 1024;
 
-/// The events gathered for a run's next write, in chunks of at most [`CHUNK_BYTES`].
+/// The events gathered for a run's next write, in chunks of at most `CHUNK_BYTES` (64 KB).
 /// A busy run gathers hundreds of kilobytes between checkpoints: one buffer grown by
 /// doubling copied them over and over, into memory touched for the first time, on the
-/// running thread. The writer joins them again ([`coalesce`]): one chunk compresses
+/// running thread. The writer joins them again (`coalesce`): one chunk compresses
 /// better than several.
 #[derive(Debug, Default)]
 pub struct ChunkBatch {
@@ -146,7 +146,7 @@ impl ChunkBatch {
 
 /// `chunks` with each run of neighbours that share an envelope joined into one chunk
 /// (the events in order): how a batch is stored.
-pub fn coalesce(chunks: &[EventChunk]) -> Vec<Cow<'_, EventChunk>> {
+pub(crate) fn coalesce(chunks: &[EventChunk]) -> Vec<Cow<'_, EventChunk>> {
     let mut out: Vec<Cow<'_, EventChunk>> = Vec::with_capacity(chunks.len());
     for (i, c) in chunks.iter().enumerate() {
         let same = |o: &EventChunk| o.message_id == c.message_id && o.created_at == c.created_at;
