@@ -225,15 +225,20 @@ pub mod wire {
         value(&d.inputs, out);
         out.extend_from_slice(b",\"created_at\":");
         number(&d.created_at, out);
-        out.extend_from_slice(b",\"component_id\":");
-        json_str(&d.component_id, out);
-        out.extend_from_slice(b",\"component_name\":");
-        json_str(&d.component_name, out);
-        out.extend_from_slice(b",\"component_type\":");
-        json_str(&d.component_type, out);
+        component(&d.component_id, &d.component_name, &d.component_type, out);
         out.extend_from_slice(b",\"thoughts\":");
         json_str(&d.thoughts, out);
         out.push(b'}');
+    }
+
+    /// The three members both node events give their component, in their order.
+    fn component(id: &str, name: &str, class: &str, out: &mut Vec<u8>) {
+        out.extend_from_slice(b",\"component_id\":");
+        json_str(id, out);
+        out.extend_from_slice(b",\"component_name\":");
+        json_str(name, out);
+        out.extend_from_slice(b",\"component_type\":");
+        json_str(class, out);
     }
 
     fn node_finished(d: &NodeFinished, out: &mut Vec<u8>) -> serde_json::Result<()> {
@@ -241,12 +246,7 @@ pub mod wire {
         object(&d.inputs, out);
         out.extend_from_slice(b",\"outputs\":");
         object(&d.outputs, out);
-        out.extend_from_slice(b",\"component_id\":");
-        json_str(&d.component_id, out);
-        out.extend_from_slice(b",\"component_name\":");
-        json_str(&d.component_name, out);
-        out.extend_from_slice(b",\"component_type\":");
-        json_str(&d.component_type, out);
+        component(&d.component_id, &d.component_name, &d.component_type, out);
         out.extend_from_slice(b",\"error\":");
         match &d.error {
             Some(e) => json_str(e, out),
