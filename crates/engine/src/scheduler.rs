@@ -18,7 +18,7 @@ use super::events::{
 use super::graph::Node;
 use super::refs::{self, RefElement};
 use super::services::Services;
-use super::state::{Cursor, RunState, time_stopped};
+use super::state::{Cursor, RunState, key_get, time_stopped};
 use super::stop::{StopReason, StopSignal};
 use canvas_llm::ModelSource;
 use canvas_pyrt::{Object, py_repr, truthy};
@@ -928,7 +928,7 @@ impl<'a> Turn<'a> {
         let started = st
             .nodes
             .get(&node.id)
-            .and_then(|n| n.outputs.get("_created_time"))
+            .and_then(|n| key_get(&n.outputs, "_created_time"))
             .and_then(Value::as_f64);
         if let Some(created) = started {
             let shift = time_stopped(&self.stopped, created, now);
@@ -940,7 +940,7 @@ impl<'a> Turn<'a> {
         let recorded = ns.map(|n| &n.inputs);
         let get = |k: &str| {
             recorded
-                .and_then(|r| r.get(k))
+                .and_then(|r| key_get(r, k))
                 .cloned()
                 .unwrap_or(Value::Null)
         };
@@ -965,8 +965,7 @@ impl<'a> Turn<'a> {
             }
         }
         let outputs = ns.map(|n| n.outputs.clone()).unwrap_or_default();
-        let created = outputs
-            .get("_created_time")
+        let created = key_get(&outputs, "_created_time")
             .and_then(Value::as_f64)
             .unwrap_or(now);
         NodeFinished {

@@ -145,10 +145,34 @@ impl PartialEq for Touched {
     }
 }
 
+/// Maps up to this size are searched key by key: a node's outputs and inputs hold a
+/// few keys, and comparing them is cheaper than hashing the name with the map's SipHash.
+const SCAN_UP_TO: usize = 8;
+
+/// `map.get(name)`, scanning a small map instead of hashing.
+pub fn key_get<'m>(map: &'m Object, name: &str) -> Option<&'m Value> {
+    if map.len() <= SCAN_UP_TO {
+        map.iter().find(|(k, _)| k.as_str() == name).map(|(_, v)| v)
+    } else {
+        map.get(name)
+    }
+}
+
+/// `map.get_mut(name)`, scanning a small map instead of hashing.
+pub fn key_get_mut<'m>(map: &'m mut Object, name: &str) -> Option<&'m mut Value> {
+    if map.len() <= SCAN_UP_TO {
+        map.iter_mut()
+            .find(|(k, _)| k.as_str() == name)
+            .map(|(_, v)| v)
+    } else {
+        map.get_mut(name)
+    }
+}
+
 /// `map[name] = v`: an existing key keeps its place and is not copied again (this runs
 /// for every output and input a component sets).
 pub fn set_key(map: &mut Object, name: &str, v: Value) {
-    match map.get_mut(name) {
+    match key_get_mut(map, name) {
         Some(slot) => *slot = v,
         None => {
             map.insert(name.to_string(), v);
@@ -209,7 +233,7 @@ impl RunState {
     pub fn output(&self, cpn: &str, name: &str) -> Value {
         self.nodes
             .get(cpn)
-            .and_then(|n| n.outputs.get(name))
+            .and_then(|n| key_get(&n.outputs, name))
             .cloned()
             .unwrap_or_else(|| Value::String(String::new()))
     }
@@ -246,7 +270,7 @@ impl RunState {
 
     /// The `_ERROR` output of a component, when set to a non-null value.
     pub fn error_of(&self, cpn: &str) -> Option<String> {
-        match self.nodes.get(cpn)?.outputs.get("_ERROR")? {
+        match key_get(&self.nodes.get(cpn)?.outputs, "_ERROR")? {
             Value::Null => None,
             Value::String(s) => Some(s.clone()),
             other => Some(other.to_string()),
@@ -261,7 +285,34 @@ impl RunState {
 
 #[cfg(test)]
 mod tests {
-    use super::time_stopped;
+    use super::{Object, key_get, key_get_mut, set_key, time_stopped};
+    use serde_json::json;
+
+    /// Small maps are scanned, larger ones hashed: either way the answers are the
+    /// map's own, and a set key keeps its place.
+    #[test]
+    fn keys_are_found_in_small_and_large_maps() {
+        for size in [0, 1, 7, 8, 9, 20] {
+            let mut m = Object::new();
+            for i in 0..size {
+                m.insert(format!("k{i}"), json!(i));
+            }
+            for i in 0..size + 1 {
+                let k = format!("k{i}");
+                assert_eq!(key_get(&m, &k), m.get(&k), "{size} {k}");
+            }
+            if size > 1 {
+                set_key(&mut m, "k0", json!("first"));
+                *key_get_mut(&mut m, &format!("k{}", size - 1)).unwrap() = json!("last");
+                assert_eq!(m.keys().next().map(String::as_str), Some("k0"));
+                assert_eq!(m["k0"], json!("first"));
+                assert_eq!(m[&format!("k{}", size - 1)], json!("last"));
+            }
+            set_key(&mut m, "new", json!(1));
+            assert_eq!(m.keys().next_back().map(String::as_str), Some("new"));
+            assert_eq!(m.len(), size + 1);
+        }
+    }
 
     #[test]
     fn only_the_stops_within_a_span_count() {
