@@ -161,8 +161,12 @@ struct Emitter<'s> {
     /// The envelope every event is sent in: only its `kind` changes from one event to
     /// the next, so the turn's ids are not copied into each event.
     ev: Event,
-    /// When the first `node_finished` not yet checkpointed was emitted.
-    unsaved: Option<std::time::Instant>,
+    /// When (Unix seconds) the first component whose `node_finished` is not yet
+    /// checkpointed finished.
+    unsaved: Option<f64>,
+    /// When the last component whose `node_finished` was emitted finished: the end
+    /// its event gives, so that grouping checkpoints reads no clock of its own.
+    last_finished: f64,
 }
 
 impl Emitter<'_> {
@@ -175,8 +179,9 @@ impl Emitter<'_> {
     }
 
     fn emit(&mut self, kind: EventKind) -> std::io::Result<()> {
-        if matches!(kind, EventKind::NodeFinished(_)) && self.unsaved.is_none() {
-            self.unsaved = Some(std::time::Instant::now());
+        if let EventKind::NodeFinished(d) = &kind {
+            self.last_finished = d.created_at + d.elapsed_time;
+            self.unsaved.get_or_insert(self.last_finished);
         }
         self.ev.kind = kind;
         let res = self.sink.emit(&self.ev);
@@ -224,6 +229,7 @@ pub async fn run_turn(
             task_id: cfg.run_id.clone(),
         },
         unsaved: None,
+        last_finished: 0.0,
     };
     let mut turn = Turn {
         canvas,
@@ -362,7 +368,11 @@ impl<'a> Turn<'a> {
                 cur.error.clone_from(&self.error);
                 cur.partials.clone_from(&self.partials);
                 if let Some(since) = em.unsaved {
-                    if !instant || since.elapsed() >= self.cfg.checkpoint_group {
+                    // A wall clock set back counts as time up: a checkpoint too many
+                    // rather than none until the clock catches up.
+                    let waited = em.last_finished - since;
+                    let group = self.cfg.checkpoint_group.as_secs_f64();
+                    if !instant || !(0.0..group).contains(&waited) {
                         self.save(&cur, em)?;
                     }
                 }
