@@ -36,14 +36,9 @@ impl IterationItem {
                 cx.with_state(|st| {
                     let v = st.output(cid, var);
                     // Appended in place: copying the growing list each pass would make
-                    // an Iteration quadratic in its items.
-                    let outputs = &mut st.node_mut(&parent.id).outputs;
-                    match outputs.get_mut(name.as_str()) {
-                        Some(Value::Array(a)) if !a.is_empty() => a.push(v),
-                        _ => {
-                            outputs.insert(name.clone(), json!([v]));
-                        }
-                    }
+                    // an Iteration quadratic in its items (and so would checkpointing
+                    // the whole list each time: an append is checkpointed as one).
+                    st.append_output(&parent.id, name, v);
                 });
             }
         }

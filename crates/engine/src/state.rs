@@ -92,12 +92,27 @@ pub struct Touched {
     /// Strings of ids forgotten at the last checkpoint, reused for the next marks so
     /// marking the same components again copies no id into a new allocation.
     spare: Vec<String>,
+    /// (component, output) lists that only had items appended (through
+    /// [`RunState::append_output`]), for components not in `ids`: a checkpoint stores
+    /// the new items instead of the whole component.
+    appends: Vec<(String, String)>,
 }
 
 impl Touched {
     /// The recorded ids.
     pub fn ids(&self) -> impl Iterator<Item = &String> {
         self.ids.iter()
+    }
+
+    /// True when component `id` is recorded as changed (in any way).
+    pub fn has(&self, id: &str) -> bool {
+        self.ids.contains(id)
+    }
+
+    /// The (component, output) lists that had items appended, and may have had nothing
+    /// else changed unless their component is also among [`Touched::ids`].
+    pub fn appends(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.appends.iter().map(|(c, o)| (c.as_str(), o.as_str()))
     }
 
     /// What of `globals` may have changed.
@@ -114,8 +129,15 @@ impl Touched {
     /// Forget them (after a checkpoint).
     pub fn clear(&mut self) {
         self.spare.extend(self.ids.drain());
+        self.appends.clear();
         self.global_keys.clear();
         self.globals_all = false;
+    }
+
+    fn mark_append(&mut self, id: &str, output: &str) {
+        if !self.appends.iter().any(|(c, o)| c == id && o == output) {
+            self.appends.push((id.to_string(), output.to_string()));
+        }
     }
 
     fn mark(&mut self, id: &str) {
@@ -241,6 +263,29 @@ impl RunState {
     /// RAGFlow's `set_output`: creates the key at the end when new.
     pub fn set_output(&mut self, cpn: &str, name: &str, v: Value) {
         set_key(&mut self.node_mut(cpn).outputs, name, v);
+    }
+
+    /// Append `v` to the list output `name` of `cpn`; an output that is missing, empty
+    /// or not a list becomes `[v]`. An append to a list is recorded as only that, so the
+    /// next checkpoint stores the new items, not the whole growing list.
+    pub fn append_output(&mut self, cpn: &str, name: &str, v: Value) {
+        if !self.nodes.contains_key(cpn) {
+            self.nodes.insert(cpn.to_string(), Arc::default());
+        }
+        let Some(node) = self.nodes.get_mut(cpn) else {
+            return;
+        };
+        let outputs = &mut Arc::make_mut(node).outputs;
+        match key_get_mut(outputs, name) {
+            Some(Value::Array(a)) if !a.is_empty() => {
+                a.push(v);
+                self.touched.mark_append(cpn, name);
+            }
+            _ => {
+                set_key(outputs, name, Value::Array(vec![v]));
+                self.touched.mark(cpn);
+            }
+        }
     }
 
     /// `globals` for changing; recorded as touched, so a checkpoint compares them all.

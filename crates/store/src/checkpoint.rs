@@ -138,6 +138,31 @@ mod tests {
         s.path.push(format!("n{i}"));
     }
 
+    /// An Iteration's collected outputs grow by one item a pass: each checkpoint stores
+    /// the new item, and a full snapshot comes only when the list has about doubled.
+    #[test]
+    fn a_growing_list_is_checkpointed_by_its_new_items() {
+        let mut cp = Checkpointer::new();
+        let mut s = RunState::default();
+        let item = |i: usize| json!(format!("{i}:{}", "x".repeat(100)));
+        s.append_output("Iteration:I", "out", item(0));
+        assert!(cp.plan(&s).unwrap().unwrap().full);
+        s.touched.clear();
+        let mut fulls = 0;
+        for i in 1..=500 {
+            s.append_output("Iteration:I", "out", item(i));
+            let w = cp.plan(&s).unwrap().unwrap();
+            if w.full {
+                fulls += 1;
+            } else {
+                assert!(w.json.len() < 200, "pass {i}: {}", w.json);
+            }
+            s.touched.clear();
+        }
+        assert!(fulls <= 10, "{fulls} full snapshots for 500 appends");
+        assert_eq!(cp.state(), Some(&s));
+    }
+
     #[test]
     fn the_first_plan_is_a_snapshot_then_deltas_that_rebuild_the_state() {
         let mut cp = Checkpointer::new();

@@ -4,7 +4,9 @@
 //! matters: outputs and globals keep RAGFlow's insertion order). Lists that only grow
 //! (path, history, retrieval) are stored as a common-prefix length plus the new tail;
 //! maps (globals, nodes, counters) as the changed entries plus the removed keys. A node
-//! that changed is stored whole. Fields added to `RunState` after this file was written
+//! that changed is stored whole, unless all that changed is items appended to its list
+//! outputs (an Iteration collecting its passes, [`RunState::append_output`]): then only
+//! the new items are. Fields added to `RunState` after this file was written
 //! are still carried, as whole JSON values, until they get their own delta here.
 
 use std::collections::BTreeMap;
@@ -14,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use canvas_engine::RunState;
-use canvas_engine::state::{Cursor, FastSet, GlobalsTouched, NodeState};
+use canvas_engine::state::{Cursor, FastSet, GlobalsTouched, NodeState, key_get, key_get_mut};
 use canvas_pyrt::Object;
 
 /// Top-level `RunState` fields this module diffs itself (the others go in `extra`).
@@ -49,6 +51,11 @@ pub struct Delta {
     /// Nodes removed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes_del: Vec<String>,
+    /// Items appended to list outputs of nodes not otherwise changed: node id → output
+    /// name → the new items. (Stores that may hold these are schema version 9: older
+    /// binaries refuse them rather than drop the items.)
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub appends: BTreeMap<String, BTreeMap<String, Vec<Value>>>,
     /// Counters added or changed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub counters: BTreeMap<String, i64>,
@@ -117,12 +124,18 @@ impl Delta {
 /// changed, not the number of components or the size of the variables.
 pub fn diff_touched(prev: &RunState, next: &RunState) -> Delta {
     let d = diff_nodes(prev, next, Some(next.touched.ids()));
-    // Debug builds (and so the tests) check the trust is deserved.
-    debug_assert_eq!(
-        d,
-        diff(prev, next),
-        "a component changed without being touched"
-    );
+    // Debug builds (and so the tests) check the trust is deserved: the delta takes
+    // `prev` to a state no different from `next`.
+    #[cfg(debug_assertions)]
+    {
+        let mut check = prev.clone();
+        let applied = apply(&mut check, d.clone());
+        debug_assert!(
+            applied.is_ok() && diff(&check, next).is_empty(),
+            "a component changed without being touched: {:?}",
+            diff(&check, next)
+        );
+    }
     d
 }
 
@@ -168,6 +181,7 @@ fn diff_nodes<'a>(
                     _ => {}
                 }
             }
+            appends(prev, next, &mut d);
             d.nodes_del.sort();
         }
         None => {
@@ -207,9 +221,48 @@ fn diff_nodes<'a>(
     d
 }
 
+/// The appends recorded in `next.touched` for components not otherwise touched: their
+/// new items, or the whole component when its list is not simply longer.
+fn appends(prev: &RunState, next: &RunState, d: &mut Delta) {
+    for (id, output) in next.touched.appends() {
+        if next.touched.has(id) || d.nodes.contains_key(id) {
+            continue;
+        }
+        let Some(node) = next.nodes.get(id) else {
+            continue;
+        };
+        let old = match prev.nodes.get(id) {
+            Some(p) if Arc::ptr_eq(p, node) => continue,
+            Some(p) => key_get(&p.outputs, output),
+            None => None,
+        };
+        match (old, key_get(&node.outputs, output)) {
+            (Some(Value::Array(old)), Some(Value::Array(new))) if new.len() >= old.len() => {
+                if new.len() > old.len() {
+                    d.appends
+                        .entry(id.to_string())
+                        .or_default()
+                        .insert(output.to_string(), new[old.len()..].to_vec());
+                }
+            }
+            _ => {
+                d.appends.remove(id);
+                d.nodes.insert(id.to_string(), node.clone());
+            }
+        }
+    }
+}
+
+fn not_applicable(msg: String) -> serde_json::Error {
+    <serde_json::Error as serde::de::Error>::custom(format!(
+        "a checkpoint delta does not apply: {msg}"
+    ))
+}
+
 /// Apply `d` to `state` (which must be the `prev` the delta was computed from).
 ///
-/// Fails only when `extra` holds a value that no longer fits its field.
+/// Fails when `extra` holds a value that no longer fits its field, or items are
+/// appended to a list `state` does not have (`state` is then left part-applied).
 pub fn apply(state: &mut RunState, d: Delta) -> Result<(), serde_json::Error> {
     if let Some(s) = d.path {
         apply_splice(&mut state.path, s);
@@ -237,6 +290,24 @@ pub fn apply(state: &mut RunState, d: Delta) -> Result<(), serde_json::Error> {
     }
     for (id, node) in d.nodes {
         state.nodes.insert(id, node);
+    }
+    for (id, outputs) in d.appends {
+        let node = state.nodes.get_mut(&id).ok_or_else(|| {
+            not_applicable(format!(
+                "items appended to {id:?}, a component the state does not have"
+            ))
+        })?;
+        let node = Arc::make_mut(node);
+        for (name, items) in outputs {
+            match key_get_mut(&mut node.outputs, &name) {
+                Some(Value::Array(list)) => list.extend(items),
+                _ => {
+                    return Err(not_applicable(format!(
+                        "items appended to output {name:?} of {id:?}, which is not a list"
+                    )));
+                }
+            }
+        }
     }
     for id in &d.counters_del {
         state.counters.remove(id);
@@ -644,6 +715,79 @@ mod tests {
                 check(&next, &RunState::default());
                 check(&RunState::default(), &next);
                 prev = next;
+            }
+        }
+    }
+
+    #[test]
+    fn appended_items_are_stored_instead_of_the_whole_list() {
+        let mut prev = RunState::default();
+        // A new list: the component is stored whole.
+        prev.append_output("Iteration:I", "out", json!("a"));
+        assert!(prev.touched.has("Iteration:I"));
+        prev.set_output("Iteration:I", "_created_time", json!(1.5));
+        prev.touched.clear();
+        let mut next = prev.clone();
+        next.append_output("Iteration:I", "out", json!("b"));
+        next.append_output("Iteration:I", "out", json!({"c": [1]}));
+        let d = diff_touched(&prev, &next);
+        assert!(d.nodes.is_empty(), "{d:?}");
+        assert_eq!(
+            serde_json::to_value(&d).unwrap(),
+            json!({"appends": {"Iteration:I": {"out": ["b", {"c": [1]}]}}})
+        );
+        let back: Delta = serde_json::from_str(&serde_json::to_string(&d).unwrap()).unwrap();
+        let mut got = prev.clone();
+        apply(&mut got, back).unwrap();
+        assert_exact(&got, &next);
+        // Any other change to it: stored whole, its appends with it.
+        next.set_output("Iteration:I", "_elapsed_time", json!(2.0));
+        let d = diff_touched(&prev, &next);
+        assert!(d.appends.is_empty(), "{d:?}");
+        assert!(d.nodes.contains_key("Iteration:I"));
+        let mut got = prev.clone();
+        apply(&mut got, d).unwrap();
+        assert_exact(&got, &next);
+    }
+
+    #[test]
+    fn an_append_to_a_list_the_state_lacks_does_not_apply() {
+        let d: Delta = serde_json::from_value(json!({"appends": {"X": {"out": [1]}}})).unwrap();
+        let err = apply(&mut RunState::default(), d.clone()).unwrap_err();
+        assert!(err.to_string().contains("\"X\""), "{err}");
+        let mut s = RunState::default();
+        s.set_output("X", "out", json!("not a list"));
+        let err = apply(&mut s, d).unwrap_err();
+        assert!(err.to_string().contains("not a list"), "{err}");
+    }
+
+    /// Appends, other changes and checkpoints in random order: each delta, through its
+    /// JSON, takes the last checkpoint's state to the current one exactly.
+    #[test]
+    fn random_appends_and_changes_checkpoint_exactly() {
+        for seed in 1..=200u64 {
+            let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            let mut prev = RunState::default();
+            let mut next = prev.clone();
+            for step in 0..60 {
+                let id = format!("Node:{}", r.below(3));
+                let out = format!("o{}", r.below(2));
+                match r.below(6) {
+                    0..=2 => next.append_output(&id, &out, value(&mut r, 0)),
+                    3 => next.set_output(&id, &out, value(&mut r, 0)),
+                    4 => {
+                        let v = value(&mut r, 0);
+                        next.node_mut(&id).inputs.insert(key(&mut r), v);
+                    }
+                    _ => {}
+                }
+                if step == 59 || r.chance(30) {
+                    let d = diff_touched(&prev, &next);
+                    let text = serde_json::to_string(&d).unwrap();
+                    apply(&mut prev, serde_json::from_str(&text).unwrap()).unwrap();
+                    assert_exact(&prev, &next);
+                    next.touched.clear();
+                }
             }
         }
     }

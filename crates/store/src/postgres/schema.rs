@@ -14,7 +14,8 @@
 //! trigger waits for that write and sees it.
 //!
 //! Version 2 adds batches and their rows, as SQLite's version 7 has them; version 3
-//! `canvas serve`'s agents and sessions, as SQLite's version 8.
+//! `canvas serve`'s agents and sessions, as SQLite's version 8; version 4 checkpoint
+//! deltas with appends, as SQLite's version 9.
 
 use postgres::Client;
 
@@ -164,6 +165,9 @@ const MIGRATIONS: &[&str] = &[
         created_at double precision NOT NULL
     );
     CREATE INDEX sessions_by_agent ON sessions (agent_id, created_at DESC);",
+    // 4: checkpoint deltas with appends, as SQLite's version 9 (no table changes; older
+    // binaries must refuse the store rather than drop the appended items).
+    "-- checkpoint deltas with appends",
 ];
 
 /// The store's schema version: `None` when the schema holds no store.

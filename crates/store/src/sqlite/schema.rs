@@ -158,6 +158,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         created_at REAL NOT NULL
     ) WITHOUT ROWID;
     CREATE INDEX sessions_by_agent ON sessions (agent_id, created_at DESC);",
+    // 9: checkpoint deltas may carry items appended to a component's list outputs
+    // (`appends` in delta.rs). No table changes; the version is what makes a binary that
+    // does not know them refuse the store instead of dropping the items when it loads.
+    "-- checkpoint deltas with appends",
 ];
 
 /// The file's schema version.
