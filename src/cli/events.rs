@@ -201,7 +201,7 @@ mod tests {
     fn finished(id: &str, error: Option<&str>) -> Event {
         ev(EventKind::NodeFinished(NodeFinished {
             inputs: Object::new(),
-            outputs: Object::new(),
+            outputs: Object::new().into(),
             component_id: id.into(),
             component_name: String::new(),
             component_type: "X".into(),

@@ -1,8 +1,10 @@
 //! The seven events RAGFlow's canvas emits (`engine.md` §5), in its JSON shape:
 //! `{"event", "message_id", "created_at", "task_id", "data"}`.
 //!
-//! Payloads are serialised at emission time (they own their values), as RAGFlow's API
-//! does, so later mutations of the run state never change an emitted event.
+//! Payloads are fixed at emission time, as RAGFlow's API serialises them then: they own
+//! their values, or share a component's outputs with the run state, which copies a
+//! shared component before changing it (`Arc::make_mut`). Later mutations of the run
+//! state never change an emitted event.
 
 pub use super::usage::Usage;
 use serde::{Deserialize, Serialize};
@@ -101,7 +103,7 @@ pub struct NodeFinished {
     /// Input values.
     pub inputs: Object,
     /// Every output.
-    pub outputs: Object,
+    pub outputs: Outputs,
     /// Component id.
     pub component_id: String,
     /// Human name, or "".
@@ -117,6 +119,82 @@ pub struct NodeFinished {
     /// Tokens this component's model calls used (ours; model components only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+}
+
+/// The outputs in a `node_finished`: shared with the run state's copy of the component
+/// while the event is sent (a node's event then copies no output), or owned (an event
+/// read back, or built by hand). Reads as the [`Object`] it holds. The run state
+/// changes a shared component only through `Arc::make_mut`, which copies it first, so
+/// an event never changes after it was emitted.
+#[derive(Clone, Default)]
+pub struct Outputs(OutputsRepr);
+
+#[derive(Clone)]
+enum OutputsRepr {
+    Owned(Object),
+    Node(std::sync::Arc<super::state::NodeState>),
+}
+
+impl Default for OutputsRepr {
+    fn default() -> Self {
+        OutputsRepr::Owned(Object::new())
+    }
+}
+
+impl Outputs {
+    /// The outputs of component state `node`, shared with it.
+    pub fn of_node(node: std::sync::Arc<super::state::NodeState>) -> Outputs {
+        Outputs(OutputsRepr::Node(node))
+    }
+
+    /// The outputs as an owned map (copied only when shared).
+    pub fn into_object(self) -> Object {
+        match self.0 {
+            OutputsRepr::Owned(o) => o,
+            OutputsRepr::Node(n) => std::sync::Arc::unwrap_or_clone(n).outputs,
+        }
+    }
+}
+
+impl std::ops::Deref for Outputs {
+    type Target = Object;
+
+    fn deref(&self) -> &Object {
+        match &self.0 {
+            OutputsRepr::Owned(o) => o,
+            OutputsRepr::Node(n) => &n.outputs,
+        }
+    }
+}
+
+impl From<Object> for Outputs {
+    fn from(o: Object) -> Outputs {
+        Outputs(OutputsRepr::Owned(o))
+    }
+}
+
+impl std::fmt::Debug for Outputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl PartialEq for Outputs {
+    fn eq(&self, other: &Outputs) -> bool {
+        **self == **other
+    }
+}
+
+impl Serialize for Outputs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Outputs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Outputs, D::Error> {
+        Object::deserialize(d).map(Outputs::from)
+    }
 }
 
 /// `workflow_finished` data.
@@ -485,7 +563,7 @@ mod tests {
             EventKind::MessageEnd(obj(json!({"reference": []}))),
             EventKind::NodeFinished(NodeFinished {
                 inputs: obj(json!({"a": 1})),
-                outputs: obj(json!({"content": "x", "_elapsed_time": 1e-6})),
+                outputs: obj(json!({"content": "x", "_elapsed_time": 1e-6})).into(),
                 component_id: "c".into(),
                 component_name: String::new(),
                 component_type: "Message".into(),
@@ -528,7 +606,7 @@ mod tests {
         ] {
             kinds.push(EventKind::NodeFinished(NodeFinished {
                 inputs: obj(nested.clone()),
-                outputs: obj(json!({"result": nested, "_elapsed_time": elapsed})),
+                outputs: obj(json!({"result": nested, "_elapsed_time": elapsed})).into(),
                 component_id: "Iteration:Big\u{2028}".into(),
                 component_name: "名前 \"x\"".into(),
                 component_type: "Iteration".into(),
@@ -562,6 +640,33 @@ mod tests {
                 serde_json::to_string(&ev).unwrap()
             );
         }
+    }
+
+    /// Outputs shared with the run state read, compare and serialise as the owned map,
+    /// and a change the state makes afterwards (through `make_mut`) leaves them as
+    /// they were.
+    #[test]
+    fn shared_outputs_are_the_outputs_as_they_were() {
+        let mut node = std::sync::Arc::new(crate::state::NodeState::default());
+        std::sync::Arc::make_mut(&mut node)
+            .outputs
+            .insert("content".into(), json!("before"));
+        let shared = Outputs::of_node(node.clone());
+        let owned = Outputs::from(node.outputs.clone());
+        std::sync::Arc::make_mut(&mut node)
+            .outputs
+            .insert("content".into(), json!("after"));
+        assert_eq!(shared["content"], json!("before"));
+        assert_eq!(shared, owned);
+        assert_eq!(format!("{shared:?}"), format!("{owned:?}"));
+        assert_eq!(
+            serde_json::to_string(&shared).unwrap(),
+            r#"{"content":"before"}"#
+        );
+        let back: Outputs = serde_json::from_str(r#"{"content":"before"}"#).unwrap();
+        assert_eq!(back, shared);
+        assert_eq!(shared.into_object(), owned.into_object());
+        assert_eq!(node.outputs["content"], json!("after"));
     }
 
     #[test]

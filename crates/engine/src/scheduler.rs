@@ -13,7 +13,7 @@ use super::component::{
     Chunk, ComponentError, ContainerKind, NodeCx, Role, RunContext, Shared, lock,
 };
 use super::events::{
-    Event, EventKind, EventSink, MessageChunk, NodeFinished, NodeStarted, WorkflowFinished,
+    Event, EventKind, EventSink, MessageChunk, NodeFinished, NodeStarted, Outputs, WorkflowFinished,
 };
 use super::graph::Node;
 use super::refs::{self, RefElement};
@@ -974,7 +974,9 @@ impl<'a> Turn<'a> {
                 }
             }
         }
-        let outputs = ns.map(|n| n.outputs.clone()).unwrap_or_default();
+        // Shared with the state, not copied: the event is gone before the component
+        // changes again (and a change would copy it first).
+        let outputs = ns.map(|n| Outputs::of_node(n.clone())).unwrap_or_default();
         let created = key_get(&outputs, "_created_time")
             .and_then(Value::as_f64)
             .unwrap_or(now);

@@ -398,7 +398,7 @@ mod tests {
         r.event(&ev(EventKind::MessageEnd(Object::new()))).unwrap();
         r.event(&ev(EventKind::NodeFinished(NodeFinished {
             inputs: Object::new(),
-            outputs: Object::new(),
+            outputs: Object::new().into(),
             component_id: "Message:M".into(),
             component_name: String::new(),
             component_type: "Message".into(),
@@ -418,7 +418,7 @@ mod tests {
     fn finished(id: &str, start: f64, secs: f64, tokens: Option<u64>) -> Event {
         ev(EventKind::NodeFinished(NodeFinished {
             inputs: Object::new(),
-            outputs: Object::new(),
+            outputs: Object::new().into(),
             component_id: id.into(),
             component_name: String::new(),
             component_type: "LLM".into(),
