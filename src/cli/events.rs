@@ -162,7 +162,7 @@ fn end_of(events: &[Event], last: Option<&RunRecord>) -> RunEnd {
                 .as_ref()
                 .filter(|err| want.is_none_or(|w| w == err.as_str()))
                 .map(|err| RunEnd::Failed {
-                    component_id: n.component_id.clone(),
+                    component_id: n.component_id.to_string(),
                     error: err.clone(),
                 }),
             _ => None,
@@ -203,7 +203,7 @@ mod tests {
             inputs: Object::new(),
             outputs: Object::new().into(),
             component_id: id.into(),
-            component_name: String::new(),
+            component_name: "".into(),
             component_type: "X".into(),
             error: error.map(String::from),
             elapsed_time: 0.0,

@@ -62,7 +62,8 @@ impl Observed {
                     if let Some(u) = n.usage {
                         add(&mut seen.usage, u);
                     }
-                    seen.nodes.insert(n.component_id, n.outputs.into_object());
+                    seen.nodes
+                        .insert(n.component_id.to_string(), n.outputs.into_object());
                 }
                 EventKind::WorkflowFinished(w) => seen.outputs = w.outputs,
                 _ => {}

@@ -5,7 +5,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use super::component::Component;
-use super::graph::{Graph, Node};
+use super::graph::{Graph, Node, SharedIds};
 use super::role::Role;
 use canvas_dsl::Dsl;
 use canvas_pyrt::Object;
@@ -246,6 +246,7 @@ impl Canvas {
             nodes.insert(
                 id.clone(),
                 Node {
+                    shared: SharedIds::new(id, &dsl.graph_name(id), name),
                     id: id.clone(),
                     class: name.clone(),
                     name: dsl.graph_name(id),

@@ -6,6 +6,8 @@
 //! shared component before changing it (`Arc::make_mut`). Later mutations of the run
 //! state never change an emitted event.
 
+use std::sync::Arc;
+
 pub use super::usage::Usage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -74,12 +76,12 @@ pub struct NodeStarted {
     pub inputs: Value,
     /// Unix seconds.
     pub created_at: i64,
-    /// Component id.
-    pub component_id: String,
+    /// Component id (shared with the canvas: a node's events copy no id).
+    pub component_id: Arc<str>,
     /// Human name from the graph, or "".
-    pub component_name: String,
+    pub component_name: Arc<str>,
     /// Class name.
-    pub component_type: String,
+    pub component_type: Arc<str>,
     /// Progress text.
     pub thoughts: String,
 }
@@ -105,11 +107,11 @@ pub struct NodeFinished {
     /// Every output.
     pub outputs: Outputs,
     /// Component id.
-    pub component_id: String,
+    pub component_id: Arc<str>,
     /// Human name, or "".
-    pub component_name: String,
+    pub component_name: Arc<str>,
     /// Class name.
-    pub component_type: String,
+    pub component_type: Arc<str>,
     /// The `_ERROR` output, or null.
     pub error: Option<String>,
     /// Seconds since the component started.
@@ -565,7 +567,7 @@ mod tests {
                 inputs: obj(json!({"a": 1})),
                 outputs: obj(json!({"content": "x", "_elapsed_time": 1e-6})).into(),
                 component_id: "c".into(),
-                component_name: String::new(),
+                component_name: "".into(),
                 component_type: "Message".into(),
                 error: None,
                 elapsed_time: 0.25,
@@ -623,7 +625,7 @@ mod tests {
             kinds.push(EventKind::NodeStarted(NodeStarted {
                 inputs: json!([elapsed.to_string()]),
                 created_at: i64::MIN,
-                component_id: String::new(),
+                component_id: "".into(),
                 component_name: "\u{0}".into(),
                 component_type: "Loop".into(),
                 thoughts: format!("{elapsed}"),

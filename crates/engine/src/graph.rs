@@ -2,7 +2,7 @@
 //! inputs and outputs) and the queries the scheduler and components make of them. It
 //! holds no component instance, so a component's context can name it.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use indexmap::IndexMap;
 use serde_json::{Value, json};
@@ -37,6 +37,26 @@ pub struct Node {
     pub index: usize,
     /// Its component's `text_refs`, once the scheduler asked for them.
     pub(crate) text_refs: OnceLock<Option<Vec<RefElement>>>,
+    /// `id`, `name` and `class` as the events of its runs carry them.
+    pub(crate) shared: SharedIds,
+}
+
+/// A node's id, name and class, shared by its events instead of copied into each.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedIds {
+    pub id: Arc<str>,
+    pub name: Arc<str>,
+    pub class: Arc<str>,
+}
+
+impl SharedIds {
+    pub(crate) fn new(id: &str, name: &str, class: &str) -> SharedIds {
+        SharedIds {
+            id: id.into(),
+            name: name.into(),
+            class: class.into(),
+        }
+    }
 }
 
 /// The nodes of a canvas and the DSL they were compiled from.

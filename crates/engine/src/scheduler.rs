@@ -347,9 +347,9 @@ impl<'a> Turn<'a> {
                         em.emit(EventKind::NodeStarted(NodeStarted {
                             inputs: Value::Null,
                             created_at: now_f64() as i64,
-                            component_id: node.id.clone(),
-                            component_name: node.name.clone(),
-                            component_type: node.class.clone(),
+                            component_id: node.shared.id.clone(),
+                            component_name: node.shared.name.clone(),
+                            component_type: node.shared.class.clone(),
                             thoughts,
                         }))?;
                     }
@@ -983,9 +983,9 @@ impl<'a> Turn<'a> {
         NodeFinished {
             inputs,
             outputs,
-            component_id: node.id.clone(),
-            component_name: node.name.clone(),
-            component_type: node.class.clone(),
+            component_id: node.shared.id.clone(),
+            component_name: node.shared.name.clone(),
+            component_type: node.shared.class.clone(),
             error: st.error_of(&node.id),
             elapsed_time: now - created,
             created_at: created,
