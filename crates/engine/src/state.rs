@@ -79,8 +79,9 @@ impl UsageBook {
 
 /// The ids of components whose state changed since the last checkpoint, and whether
 /// `globals` did, so a checkpoint compares those instead of everything. Changes made
-/// through [`RunState::node_mut`] (and the setters built on it) and
-/// [`RunState::globals_mut`] are recorded; saying more than what changed is harmless.
+/// through [`RunState::node_mut`] (and the setters built on it),
+/// [`RunState::append_output`] and [`RunState::globals_mut`] are recorded; saying more
+/// than what changed is harmless.
 /// It takes no part in equality.
 #[derive(Debug, Clone, Default)]
 pub struct Touched {
