@@ -296,6 +296,14 @@ impl<'a> Turn<'a> {
         self.node(&st.path[i])
     }
 
+    /// `id` as the path keeps it: the canvas's shared copy when it names a component
+    /// (no new allocation), else a copy (the run stops when the path reaches it).
+    fn path_id(&self, id: &str) -> Arc<str> {
+        self.canvas
+            .node(id)
+            .map_or_else(|| Arc::from(id), |n| n.shared.id.clone())
+    }
+
     fn node(&self, id: &str) -> Result<&'a Node, RunError> {
         self.canvas.node(id).ok_or_else(|| {
             crash(
@@ -506,6 +514,7 @@ impl<'a> Turn<'a> {
         // Components of the session path are reset (Begin keeps its inputs).
         let path = st.path.clone();
         for id in &path {
+            let id: &str = id;
             let begin = self.canvas.node(id).is_some_and(|n| n.role == Role::Entry);
             if st.nodes.contains_key(id) {
                 let ns = st.node_mut(id);
@@ -567,8 +576,8 @@ impl<'a> Turn<'a> {
         if forms.is_empty() {
             return Ok(None);
         }
-        let tail: Vec<String> = lock(&self.shared.state).path[idx..].to_vec();
-        let mut pending: Vec<String> = forms.iter().map(|n| n.id.clone()).collect();
+        let tail: Vec<Arc<str>> = lock(&self.shared.state).path[idx..].to_vec();
+        let mut pending: Vec<Arc<str>> = forms.iter().map(|n| n.shared.id.clone()).collect();
         pending.extend(
             tail.iter()
                 .filter(|id| self.canvas.node(id).is_some_and(|n| n.role != Role::Form))
@@ -659,7 +668,7 @@ impl<'a> Turn<'a> {
                         let missing =
                             elements.iter().any(|e| {
                                 !e.cpn_id.is_empty()
-                                    && !st.path[..i].iter().rev().any(|p| *p == e.cpn_id)
+                                    && !st.path[..i].iter().rev().any(|p| **p == *e.cpn_id)
                             }) && !st.path.first().is_some_and(|p| self.canvas.names_a_form(p));
                         if missing {
                             st.path.remove(i);
@@ -783,6 +792,7 @@ impl<'a> Turn<'a> {
                     .cloned()
                     .unwrap_or(Value::Null);
                 if !goto.is_empty() {
+                    let goto = goto.iter().map(|id| self.path_id(id));
                     lock(&self.shared.state).path.extend(goto);
                     other_branch = true;
                 } else if truthy(&default) {
@@ -1004,8 +1014,8 @@ impl<'a> Turn<'a> {
         let extend = |ids: &mut dyn Iterator<Item = &str>| {
             let mut st = lock(&self.shared.state);
             for x in ids {
-                if st.path.last().map(String::as_str) != Some(x) {
-                    st.path.push(x.to_string());
+                if st.path.last().map(|p| &**p) != Some(x) {
+                    st.path.push(self.path_id(x));
                 }
             }
         };
@@ -1113,7 +1123,7 @@ impl<'a> Turn<'a> {
         let usage = st.usage.turn;
         let outputs = Value::Object(
             st.nodes
-                .get(&last)
+                .get(&*last)
                 .map(|n| n.outputs.clone())
                 .unwrap_or_default(),
         );

@@ -33,7 +33,7 @@ pub struct NodeState {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct RunState {
     /// RAGFlow's execution path: every component id appended so far in this session.
-    pub path: Vec<String>,
+    pub path: Vec<Arc<str>>,
     /// `sys.*` and `env.*` variables.
     pub globals: Object,
     /// Conversation turns: `[role, value]`.

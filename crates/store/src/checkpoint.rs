@@ -135,7 +135,7 @@ mod tests {
 
     fn step(s: &mut RunState, i: i64) {
         s.globals_mut().insert("env.i".into(), json!(i));
-        s.path.push(format!("n{i}"));
+        s.path.push(format!("n{i}").into());
     }
 
     /// An Iteration's collected outputs grow by one item a pass: each checkpoint stores

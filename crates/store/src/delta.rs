@@ -35,7 +35,7 @@ const KNOWN_FIELDS: [&str; 7] = [
 pub struct Delta {
     /// `path`: truncate, then append.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<Splice<String>>,
+    pub path: Option<Splice<Arc<str>>>,
     /// `globals`: set and removed keys, or the whole map when its key order changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub globals: Option<ObjectDelta>,
@@ -492,7 +492,7 @@ mod tests {
                     c.to = Some(c.next + r.below(3) as usize);
                 }
                 13 => s.cursor = None,
-                0 => s.path.push(format!("Node:{}", r.below(6))),
+                0 => s.path.push(format!("Node:{}", r.below(6)).into()),
                 1 => {
                     let n = r.below(s.path.len() as u64 + 1) as usize;
                     s.path.truncate(n);
@@ -604,7 +604,7 @@ mod tests {
 
     fn with_path(ids: &[&str]) -> RunState {
         RunState {
-            path: ids.iter().map(|s| s.to_string()).collect(),
+            path: ids.iter().map(|s| Arc::from(*s)).collect(),
             ..RunState::default()
         }
     }

@@ -264,7 +264,7 @@ pub(crate) fn big_state(nodes: usize) -> RunState {
     s.globals_mut().insert("env.counter".into(), json!(0));
     for i in 0..nodes {
         let id = format!("Message:Node{i}");
-        s.path.push(id.clone());
+        s.path.push(id.as_str().into());
         s.set_output(
             &id,
             "content",
