@@ -633,15 +633,17 @@ mod tests {
         }
         for kind in kinds {
             let ev = Event::test(kind, "r");
-            let mut data = Vec::new();
-            wire::write_data(&ev.kind, &mut data).unwrap();
-            let mut line = Vec::new();
-            wire::write_line(ev.kind.name(), &data, &wire::Envelope::of(&ev), &mut line);
-            assert_eq!(
-                String::from_utf8(line).unwrap(),
-                serde_json::to_string(&ev).unwrap()
-            );
+            assert_eq!(wire_line(&ev), serde_json::to_string(&ev).unwrap());
         }
+    }
+
+    /// `ev`'s line as the wire module builds it, from its data and envelope.
+    fn wire_line(ev: &Event) -> String {
+        let mut data = Vec::new();
+        wire::write_data(&ev.kind, &mut data).unwrap();
+        let mut line = Vec::new();
+        wire::write_line(ev.kind.name(), &data, &wire::Envelope::of(ev), &mut line);
+        String::from_utf8(line).unwrap()
     }
 
     /// Outputs shared with the run state read, compare and serialise as the owned map,
@@ -688,14 +690,7 @@ mod tests {
                 created_at: *created_at,
                 task_id: format!("01RUN{message_id}"),
             };
-            let mut data = Vec::new();
-            wire::write_data(&ev.kind, &mut data).unwrap();
-            let mut line = Vec::new();
-            wire::write_line(ev.kind.name(), &data, &wire::Envelope::of(&ev), &mut line);
-            assert_eq!(
-                String::from_utf8(line).unwrap(),
-                serde_json::to_string(&ev).unwrap()
-            );
+            assert_eq!(wire_line(&ev), serde_json::to_string(&ev).unwrap());
             assert!(wire::is_event_name(ev.kind.name()));
         }
         assert!(!wire::is_event_name("node_finishe"));
