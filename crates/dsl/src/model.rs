@@ -6,6 +6,20 @@ use serde_json::{Map, Value};
 /// A JSON object with key order kept.
 pub type Object = Map<String, Value>;
 
+/// `o[key]`, by a scan when `o` is small (params and entries mostly are: cheaper than
+/// hashing the key with the map's SipHash).
+pub(crate) fn field<'a>(o: &'a Object, key: &str) -> Option<&'a Value> {
+    if o.len() > 8 {
+        return o.get(key);
+    }
+    o.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+}
+
+/// `v[key]` when `v` is an object, as [`field`] finds it.
+pub(crate) fn member<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    v.as_object().and_then(|o| field(o, key))
+}
+
 /// A canvas in RAGFlow's stored form (`components` + run state).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Dsl {

@@ -373,14 +373,7 @@ fn read_comp<'a>(id: &'a str, v: &'a Value) -> Comp<'a> {
     }
 }
 
-/// `o[key]`, by a scan when `o` is small (params and entries mostly are: cheaper than
-/// hashing the key).
-pub(super) fn field<'a>(o: &'a Object, key: &str) -> Option<&'a Value> {
-    if o.len() > 8 {
-        return o.get(key);
-    }
-    o.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
-}
+pub(super) use crate::model::field;
 
 /// The route edges of `c` and, for a Switch or a Categorize, its exclusive branches.
 fn route_edges<'a>(c: &Comp<'a>, index: &Index<'a>) -> (Vec<Edge<'a>>, Vec<Vec<usize>>) {

@@ -6,6 +6,7 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use serde_json::{Value, json};
 
 use super::{Log, Object, class_of, components_mut, graph_list_mut, id_list};
+use crate::model::{field, member};
 
 /// Components in the Go port's flat shape `{name, params, downstream, upstream}` (its N2
 /// rewrite) get the stored shape `{obj: {component_name, params}, ...}`; a Go-style
@@ -15,6 +16,13 @@ pub(super) fn flat_components(dsl: &mut Object, log: &mut Log) {
         return;
     };
     for (id, c) in comps.iter_mut() {
+        // The stored shape, the usual one: nothing to do (seen without hashing a key).
+        if member(c, "obj")
+            .and_then(Value::as_object)
+            .is_some_and(|o| field(o, "downstream").is_none())
+        {
+            continue;
+        }
         let Some(c) = c.as_object_mut() else { continue };
         if !c.contains_key("obj") {
             let name = c
@@ -98,6 +106,11 @@ pub(super) fn legacy_names(dsl: &mut Object, log: &mut Log) {
     let Some(comps) = components_mut(dsl) else {
         return;
     };
+    // A current canvas has nothing for this rule: found by one borrowed pass, instead
+    // of the copies and lookups below.
+    if !comps.values().any(has_legacy) {
+        return;
+    }
     let classes: Vec<(String, String)> = comps
         .iter()
         .map(|(id, c)| (id.clone(), class_of(c).to_string()))
@@ -216,6 +229,27 @@ pub(super) fn legacy_names(dsl: &mut Object, log: &mut Log) {
         display_messages(comps, &answers, &by_id, log);
     }
     rename_graph_labels(dsl, &renamed_labels, log);
+}
+
+/// Whether `legacy_names` has anything to do for component `c`: a legacy class, a
+/// Message with the old `messages` key, or an `obj` without `params` (given an empty one).
+fn has_legacy(c: &Value) -> bool {
+    let Some(obj) = member(c, "obj").and_then(Value::as_object) else {
+        return false;
+    };
+    let class = field(obj, "component_name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let Some(params) = field(obj, "params") else {
+        return true;
+    };
+    RENAMES
+        .iter()
+        .any(|(old, _)| class.eq_ignore_ascii_case(old))
+        || (class.eq_ignore_ascii_case("Message")
+            && params
+                .as_object()
+                .is_some_and(|p| field(p, "content").is_none() && field(p, "messages").is_some()))
 }
 
 /// The single Answer reached first walking back from `id` (None when none or several).

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::{Log, Object, components_mut, routes};
+use crate::model::member;
 
 /// Every `upstream` list made to match the routes into the component (`downstream`,
 /// Switch and Categorize targets, `exception_goto`): RAGFlow routes by those only, while
@@ -19,30 +20,46 @@ pub(super) fn links(dsl: &mut Object, log: &mut Log) {
     // Read first, borrowing: in most canvases the lists already agree, and then nothing
     // is copied or rewritten.
     let fixes: Vec<(String, Vec<String>)> = {
-        let index: HashMap<&str, usize> = comps
-            .keys()
-            .enumerate()
-            .map(|(i, k)| (k.as_str(), i))
-            .collect();
-        let mut sources: Vec<Vec<&str>> = vec![Vec::new(); comps.len()];
-        for (id, c) in comps.iter() {
-            for t in routes(c) {
-                if let Some(&i) = index.get(t.as_str()) {
-                    if !sources[i].contains(&id.as_str()) {
-                        sources[i].push(id);
-                    }
-                }
-            }
+        let ids: Vec<&str> = comps.keys().map(String::as_str).collect();
+        let index: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, &k)| (k, i)).collect();
+        // (target, source) by position, sorted: each component's sources in component
+        // order, each once.
+        let mut edges: Vec<(usize, usize)> = Vec::with_capacity(comps.len());
+        let mut targets = Vec::new();
+        for (source, c) in comps.values().enumerate() {
+            targets.clear();
+            routes(c, &mut targets);
+            edges.extend(
+                targets
+                    .iter()
+                    .filter_map(|t| index.get(t).map(|&target| (target, source))),
+            );
         }
+        edges.sort_unstable();
+        edges.dedup();
+        let mut sources: Vec<&[(usize, usize)]> = vec![&[]; comps.len()];
+        for run in edges.chunk_by(|a, b| a.0 == b.0) {
+            sources[run[0].0] = run;
+        }
+        let id_at = |i: usize| ids[i];
         let mut fixes = Vec::new();
         for (i, (id, c)) in comps.iter().enumerate() {
-            let expected = &sources[i];
             // A canvas written by hand often leaves `upstream` out: nothing to disagree with.
-            let current: &[Value] = match c.get("upstream") {
+            let current: &[Value] = match member(c, "upstream") {
                 None => continue,
                 Some(Value::Array(a)) => a,
                 _ => &[],
             };
+            // The usual case, checked without building anything: the lists agree.
+            if current.len() == sources[i].len()
+                && current
+                    .iter()
+                    .zip(sources[i])
+                    .all(|(u, &(_, s))| u.as_str() == Some(id_at(s)))
+            {
+                continue;
+            }
+            let expected: Vec<&str> = sources[i].iter().map(|&(_, s)| id_at(s)).collect();
             let mut next: Vec<&str> = Vec::new();
             for u in current {
                 match u.as_str() {
@@ -60,7 +77,7 @@ pub(super) fn links(dsl: &mut Object, log: &mut Log) {
                     ),
                 }
             }
-            for &e in expected {
+            for &e in &expected {
                 if !next.contains(&e) {
                     next.push(e);
                     log.note(

@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::finding::pointer;
-use super::model::Object;
+use super::model::{Object, member};
 
 /// One change a rule made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -161,38 +161,46 @@ fn graph_list_mut<'a>(dsl: &'a mut Object, key: &str) -> Option<&'a mut Vec<Valu
 
 /// A component's class name (`obj.component_name`), or `""`.
 fn class_of(c: &Value) -> &str {
-    c.get("obj")
-        .and_then(|o| o.get("component_name"))
+    member(c, "obj")
+        .and_then(|o| member(o, "component_name"))
         .and_then(Value::as_str)
         .unwrap_or("")
 }
 
 /// Every id a component can hand over to: `downstream`, Switch cases and else branch,
-/// Categorize targets and `exception_goto` (RAGFlow's editor draws an edge for each).
-fn routes(c: &Value) -> Vec<String> {
-    let mut out = id_list(c.get("downstream"));
-    let params = c.get("obj").and_then(|o| o.get("params"));
-    let mut extra = Vec::new();
-    if let Some(p) = params {
-        if let Some(Value::Array(conds)) = p.get("conditions") {
-            for cond in conds {
-                extra.extend(id_list(cond.get("to")));
+/// Categorize targets and `exception_goto` (RAGFlow's editor draws an edge for each),
+/// each once, `downstream`'s first; appended to `out`, borrowed from `c`.
+fn routes<'a>(c: &'a Value, out: &mut Vec<&'a str>) {
+    let start = out.len();
+    let add = |v: Option<&'a Value>, out: &mut Vec<&'a str>| match v {
+        Some(Value::Array(a)) => {
+            for t in a.iter().filter_map(Value::as_str) {
+                if !out[start..].contains(&t) {
+                    out.push(t);
+                }
             }
         }
-        extra.extend(id_list(p.get("end_cpn_ids")));
-        if let Some(Value::Object(cats)) = p.get("category_description") {
-            for cat in cats.values() {
-                extra.extend(id_list(cat.get("to")));
-            }
-        }
-        extra.extend(id_list(p.get("exception_goto")));
-    }
-    for t in extra {
-        if !out.contains(&t) {
+        Some(Value::String(t)) if !t.is_empty() && !out[start..].contains(&t.as_str()) => {
             out.push(t);
         }
+        _ => {}
+    };
+    add(member(c, "downstream"), out);
+    let Some(p) = member(c, "obj").and_then(|o| member(o, "params")) else {
+        return;
+    };
+    if let Some(Value::Array(conds)) = member(p, "conditions") {
+        for cond in conds {
+            add(member(cond, "to"), out);
+        }
     }
-    out
+    add(member(p, "end_cpn_ids"), out);
+    if let Some(Value::Object(cats)) = member(p, "category_description") {
+        for cat in cats.values() {
+            add(member(cat, "to"), out);
+        }
+    }
+    add(member(p, "exception_goto"), out);
 }
 
 /// A list of ids from a JSON value (array of strings, or one string).
