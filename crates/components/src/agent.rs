@@ -5,6 +5,7 @@
 //! run yet are offered with what the DSL says of them, and fail the Agent with a clear
 //! error when the model calls one.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -471,8 +472,8 @@ impl Component for Agent {
         self.check_tools()
     }
 
-    fn thoughts(&self, cx: &NodeCx<'_>) -> String {
-        prepare::thoughts(cx, &self.params)
+    fn thoughts(&self, cx: &NodeCx<'_>) -> Cow<'static, str> {
+        prepare::thoughts(cx, &self.params).into()
     }
 
     fn text_refs(&self, cx: &NodeCx<'_>) -> Option<Vec<RefElement>> {

@@ -4,6 +4,7 @@
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 use super::chat::answer::model_for;
 use super::chat::call::complete;
@@ -186,13 +187,13 @@ impl Component for Categorize {
         engine::Role::Router
     }
 
-    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> Cow<'static, str> {
         let names: Vec<String> = self
             .categories
             .iter()
             .map(|c| format!("`{}`", c.name))
             .collect();
-        format!("Which should it falls into {}? ...", names.join(","))
+        format!("Which should it falls into {}? ...", names.join(",")).into()
     }
 
     fn text_refs(&self, cx: &NodeCx<'_>) -> Option<Vec<RefElement>> {

@@ -6,6 +6,7 @@
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 use super::list_operations::{MAX_DEPTH, no_attribute};
 use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx};
@@ -96,7 +97,7 @@ impl Component for DataOperations {
         &["result"]
     }
 
-    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> Cow<'static, str> {
         "DataOperation in progress".into()
     }
 

@@ -7,6 +7,7 @@ mod docx;
 mod markdown;
 mod pdf;
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -328,11 +329,12 @@ impl Component for DocGenerator {
         &["download"]
     }
 
-    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> Cow<'static, str> {
         format!(
             "Generating {} document with markdown conversion...",
             self.format.to_uppercase()
         )
+        .into()
     }
 
     fn text_refs(&self, cx: &NodeCx<'_>) -> Option<Vec<RefElement>> {

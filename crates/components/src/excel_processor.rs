@@ -6,6 +6,7 @@
 //! RAGFlow reads uploaded files from its storage; here a file value is a local path
 //! (a string, or an object with `path`), or a `data:` URL as in RAGFlow.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
@@ -67,7 +68,7 @@ impl Component for ExcelProcessor {
         &["data", "summary", "markdown"]
     }
 
-    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> Cow<'static, str> {
         match self.operation.as_str() {
             "read" => "Reading Excel files...",
             "merge" => "Merging Excel data...",

@@ -4,6 +4,7 @@
 //! answer's text (optionally reduced to the text of its HTML) as `result`. Also owns
 //! the HTML-to-sections reduction (RAGFlow's `HtmlParser`) behind `clean_html`.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -446,7 +447,7 @@ fn not_valid(cx: &NodeCx<'_>, why: &str) {
 
 #[async_trait]
 impl Component for Invoke {
-    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> Cow<'static, str> {
         "Waiting for the server respond...".into()
     }
 

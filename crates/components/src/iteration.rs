@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
+use std::borrow::Cow;
 
 use canvas_engine::{BuildError, CResult, Component, ContainerKind, NodeCx, Role};
 use canvas_pyrt::{Object, py_type};
@@ -39,7 +40,7 @@ impl Component for Iteration {
         Role::Container(ContainerKind::OverList)
     }
 
-    fn thoughts(&self, cx: &NodeCx<'_>) -> String {
+    fn thoughts(&self, cx: &NodeCx<'_>) -> Cow<'static, str> {
         // RAGFlow calls len() here and crashes on values without one; we count 0.
         // Measured in place, not copied.
         let n = cx
@@ -50,7 +51,7 @@ impl Component for Iteration {
                 _ => 0,
             })
             .unwrap_or(0);
-        format!("Iterating over {n} items.")
+        format!("Iterating over {n} items.").into()
     }
 
     async fn invoke(&self, cx: &NodeCx<'_>) -> CResult<()> {

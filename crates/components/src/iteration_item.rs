@@ -3,6 +3,7 @@
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 use super::iteration::not_a_list;
 use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx, Role};
@@ -55,7 +56,7 @@ impl Component for IterationItem {
         Role::ContainerItem
     }
 
-    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> Cow<'static, str> {
         "Next item.".into()
     }
 

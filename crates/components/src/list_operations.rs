@@ -6,6 +6,7 @@
 //! compare, but which pair is compared first decides the text of the `TypeError` a mixed
 //! list raises, and that text is the component's error.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use async_trait::async_trait;
@@ -124,7 +125,7 @@ impl Component for ListOperations {
         &["result", "first", "last"]
     }
 
-    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> Cow<'static, str> {
         "ListOperation in progress".into()
     }
 

@@ -3,6 +3,7 @@
 //! (`llm-and-tools.md` §3).
 
 use async_trait::async_trait;
+use std::borrow::Cow;
 
 use super::chat::answer::{Ask, answer_into_outputs};
 use super::chat::params::LlmParams;
@@ -25,8 +26,8 @@ pub struct Llm {
 
 #[async_trait]
 impl Component for Llm {
-    fn thoughts(&self, cx: &NodeCx<'_>) -> String {
-        prepare::thoughts(cx, &self.params)
+    fn thoughts(&self, cx: &NodeCx<'_>) -> Cow<'static, str> {
+        prepare::thoughts(cx, &self.params).into()
     }
 
     fn text_refs(&self, cx: &NodeCx<'_>) -> Option<Vec<RefElement>> {

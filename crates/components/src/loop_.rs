@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
+use std::borrow::Cow;
 
 use canvas_engine::{BuildError, CResult, Component, ComponentError, ContainerKind, NodeCx, Role};
 use canvas_pyrt::Object;
@@ -32,7 +33,7 @@ impl Component for Loop {
         Role::Container(ContainerKind::Breakable)
     }
 
-    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> Cow<'static, str> {
         "Starting the loop.".into()
     }
 

@@ -1,6 +1,7 @@
 //! LoopItem: counts passes and decides, before each pass, whether the Loop ends
 //! (`engine.md` §7.6).
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use async_trait::async_trait;
@@ -212,7 +213,7 @@ impl Component for LoopItem {
         Role::ContainerItem
     }
 
-    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> Cow<'static, str> {
         "Next pass.".into()
     }
 

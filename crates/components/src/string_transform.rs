@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use regex::Regex;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 use super::message::stringify;
 use canvas_engine::refs::RefElement;
@@ -132,7 +133,7 @@ impl Component for StringTransform {
         &["result"]
     }
 
-    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> Cow<'static, str> {
         if self.method == "split" {
             "Splitting the text.".into()
         } else {

@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx, ParamError, Role};
 use canvas_pyrt::{
@@ -170,7 +171,7 @@ impl Component for Switch {
         Role::Router
     }
 
-    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> Cow<'static, str> {
         "Choosing a branch.".into()
     }
 

@@ -3,6 +3,7 @@
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 use super::form::store_answers;
 #[cfg(test)]
@@ -66,7 +67,7 @@ impl Component for UserFillUp {
         Role::Form
     }
 
-    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> Cow<'static, str> {
         "Waiting for your answers.".into()
     }
 

@@ -3,6 +3,7 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
+use std::borrow::Cow;
 
 use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx};
 use canvas_pyrt::{Object, py_str, py_type_name, truthy};
@@ -113,7 +114,7 @@ impl Component for VariableAggregator {
         true
     }
 
-    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> Cow<'static, str> {
         "Picking the first non-empty value of each group.".into()
     }
 

@@ -8,6 +8,7 @@
 
 use async_trait::async_trait;
 use serde_json::{Number, Value};
+use std::borrow::Cow;
 
 use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx};
 use canvas_pyrt::{Object, float_value, py_type_name, truthy};
@@ -35,7 +36,7 @@ impl Component for VariableAssigner {
         true
     }
 
-    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> Cow<'static, str> {
         "Updating variables.".into()
     }
 

@@ -2,6 +2,7 @@
 //! component has onto the run (references, outputs, its parameters, the run's inputs).
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -127,8 +128,8 @@ pub trait Component: Send + Sync {
     }
 
     /// The progress text shown in `node_started`.
-    fn thoughts(&self, _cx: &NodeCx<'_>) -> String {
-        String::new()
+    fn thoughts(&self, _cx: &NodeCx<'_>) -> Cow<'static, str> {
+        Cow::Borrowed("")
     }
 
     /// References used in the component's texts (`get_input_elements`), when its inputs

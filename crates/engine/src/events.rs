@@ -6,6 +6,7 @@
 //! shared component before changing it (`Arc::make_mut`). Later mutations of the run
 //! state never change an emitted event.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 pub use super::usage::Usage;
@@ -83,7 +84,7 @@ pub struct NodeStarted {
     /// Class name.
     pub component_type: Arc<str>,
     /// Progress text.
-    pub thoughts: String,
+    pub thoughts: Cow<'static, str>,
 }
 
 /// `message` data.
@@ -628,7 +629,7 @@ mod tests {
                 component_id: "".into(),
                 component_name: "\u{0}".into(),
                 component_type: "Loop".into(),
-                thoughts: format!("{elapsed}"),
+                thoughts: format!("{elapsed}").into(),
             }));
         }
         for kind in kinds {

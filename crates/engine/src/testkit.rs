@@ -107,7 +107,9 @@ impl Harness {
     /// The progress text component `id` shows in its `node_started`.
     pub fn thoughts(&self, id: &str) -> String {
         let node = self.canvas.node(id).expect("node exists");
-        self.with_cx(id, |cx| self.canvas.component(node).thoughts(cx))
+        self.with_cx(id, |cx| {
+            self.canvas.component(node).thoughts(cx).into_owned()
+        })
     }
 
     /// Run `f` with the context component `id` sees.

@@ -8,6 +8,7 @@
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 use super::{Call, Tool};
 use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx, ParamError};
@@ -58,8 +59,8 @@ impl Component for ToolNode {
         self.0.meta().input_params()
     }
 
-    fn thoughts(&self, cx: &NodeCx<'_>) -> String {
-        self.0.thoughts(&self.args(cx))
+    fn thoughts(&self, cx: &NodeCx<'_>) -> Cow<'static, str> {
+        self.0.thoughts(&self.args(cx)).into()
     }
 
     async fn invoke(&self, cx: &NodeCx<'_>) -> CResult<()> {
