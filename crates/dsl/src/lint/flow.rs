@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use super::graph::{Canvas, comp_path};
+use super::graph::{Canvas, Lists, comp_path};
 use super::refs::{Seg, Target, for_each_ref, param_path};
 use crate::finding::{Finding, Level};
 
@@ -82,7 +82,7 @@ fn cycles(c: &Canvas<'_>, out: &mut Vec<Finding>) {
 
 /// Tarjan's strongly connected components of `adj` without the `skip` nodes (iterative,
 /// so a long chain cannot overflow the stack).
-fn strongly_connected(adj: &[Vec<usize>], skip: &[bool]) -> Vec<Vec<usize>> {
+fn strongly_connected(adj: &Lists, skip: &[bool]) -> Vec<Vec<usize>> {
     const NONE: usize = usize::MAX;
     let n = adj.len();
     let (mut index, mut low) = (vec![NONE; n], vec![0; n]);
@@ -139,7 +139,7 @@ fn strongly_connected(adj: &[Vec<usize>], skip: &[bool]) -> Vec<Vec<usize>> {
 }
 
 /// The shortest cycle `start → … → start` inside `group` (breadth-first).
-fn shortest_cycle(adj: &[Vec<usize>], group: &[usize], start: usize) -> Vec<usize> {
+fn shortest_cycle(adj: &Lists, group: &[usize], start: usize) -> Vec<usize> {
     let n = adj.len();
     let mut inside = vec![false; n];
     for &g in group {
@@ -425,7 +425,7 @@ mod tests {
     #[test]
     fn strongly_connected_handles_long_chains() {
         let n = 100_000;
-        let adj: Vec<Vec<usize>> = (0..n).map(|i| vec![(i + 1) % n]).collect();
+        let adj: Lists = (0..n).map(|i| vec![(i + 1) % n]).collect::<Vec<_>>().into();
         let groups = strongly_connected(&adj, &vec![false; n]);
         assert_eq!(groups.len(), 1);
         assert_eq!(groups[0].len(), n);

@@ -4,6 +4,7 @@
 //! Built once per `lint` call from any JSON value; nothing here reports findings.
 
 use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
 use std::sync::LazyLock;
 
 use serde_json::Value;
@@ -109,7 +110,8 @@ pub(super) struct Comp<'a> {
     /// `obj.component_name`, when it is a string.
     pub(super) class: Option<&'a str>,
     /// The class lower-cased (`""` without one): RAGFlow's engine compares lower-cased names.
-    pub(super) kind: String,
+    /// Made once per distinct class and shared.
+    pub(super) kind: Rc<str>,
     /// How this build treats the class (`Unknown` without one), asked of the catalog
     /// once per distinct class.
     pub(super) support: Support,
@@ -129,7 +131,7 @@ pub(super) struct Comp<'a> {
 impl Comp<'_> {
     /// Whether the lower-cased class is `kind`.
     pub(super) fn is(&self, kind: &str) -> bool {
-        self.kind == kind
+        *self.kind == *kind
     }
 
     /// The pointer segments `components/<id>/obj/params/<rest...>`.
@@ -163,11 +165,11 @@ pub(super) struct Canvas<'a> {
     /// Per component: the components whose parent it is, in file order.
     pub(super) children: Vec<Vec<usize>>,
     /// Per component: the existing targets of its route edges (no duplicates).
-    pub(super) route: Vec<Vec<usize>>,
+    pub(super) route: Lists,
     /// Per component: everything that can run right after it. The route edges plus
     /// RAGFlow's implicit ones: Loop/Iteration → its body, a body end → the body start,
     /// LoopItem/IterationItem/ExitLoop → the parent's downstream.
-    pub(super) flow: Vec<Vec<usize>>,
+    pub(super) flow: Lists,
 }
 
 impl<'a> Canvas<'a> {
@@ -176,19 +178,22 @@ impl<'a> Canvas<'a> {
     pub(super) fn new(doc: &'a Value, catalog: &dyn Catalog) -> Option<Canvas<'a>> {
         let doc = doc.as_object()?;
         let raw = doc.get("components")?.as_object()?;
-        // The catalog is asked once per distinct class (a canvas repeats a few classes).
-        let mut known: Vec<(&'a str, Support)> = Vec::new();
+        // The catalog is asked once per distinct class (a canvas repeats a few classes),
+        // and each class is lower-cased once.
+        let mut known: Vec<(&'a str, Support, Rc<str>)> = Vec::new();
+        let empty: Rc<str> = Rc::from("");
         let mut comps: Vec<Comp<'a>> = raw
             .iter()
             .map(|(id, v)| {
-                let mut c = read_comp(id, v);
+                let mut c = read_comp(id, v, &empty);
                 if let Some(class) = c.class {
-                    c.support = match known.iter().find(|(k, _)| *k == class) {
-                        Some((_, s)) => s.clone(),
+                    (c.support, c.kind) = match known.iter().find(|(k, _, _)| *k == class) {
+                        Some((_, s, kind)) => (s.clone(), kind.clone()),
                         None => {
                             let s = catalog.component(class);
-                            known.push((class, s.clone()));
-                            s
+                            let kind: Rc<str> = class.to_ascii_lowercase().into();
+                            known.push((class, s.clone(), kind.clone()));
+                            (s, kind)
                         }
                     };
                 }
@@ -200,7 +205,7 @@ impl<'a> Canvas<'a> {
 
         let containers: Vec<bool> = comps
             .iter()
-            .map(|c| matches!(c.kind.as_str(), "loop" | "iteration"))
+            .map(|c| matches!(c.kind.as_ref(), "loop" | "iteration"))
             .collect();
         for c in &mut comps {
             let (edges, branches) = route_edges(c, &index);
@@ -220,19 +225,26 @@ impl<'a> Canvas<'a> {
                 children[p].push(i);
             }
         }
-        let route: Vec<Vec<usize>> = comps
-            .iter()
-            .map(|c| dedup(c.edges.iter().filter_map(|e| e.to)))
-            .collect();
+        let mut route = Lists::with_capacity(n);
+        for c in &comps {
+            route.push(c.edges.iter().filter_map(|e| e.to));
+        }
         let mut canvas = Canvas {
             doc,
             comps,
             index,
             children,
             route,
-            flow: Vec::new(),
+            flow: Lists::default(),
         };
-        canvas.flow = (0..n).map(|i| canvas.flow_from(i)).collect();
+        let mut flow = Lists::with_capacity(n);
+        let mut next = Vec::new();
+        for i in 0..n {
+            next.clear();
+            canvas.flow_from(i, &mut next);
+            flow.push(next.iter().copied());
+        }
+        canvas.flow = flow;
         Some(canvas)
     }
 
@@ -246,7 +258,7 @@ impl<'a> Canvas<'a> {
         self.children[p]
             .iter()
             .copied()
-            .find(|&c| matches!(self.comps[c].kind.as_str(), "loopitem" | "iterationitem"))
+            .find(|&c| matches!(self.comps[c].kind.as_ref(), "loopitem" | "iterationitem"))
     }
 
     /// The existing `downstream` targets of component `i`.
@@ -259,25 +271,24 @@ impl<'a> Canvas<'a> {
     }
 
     /// What can run right after component `i` (see `flow`), following RAGFlow's routing
-    /// rules (`engine.md` §4.4 step 4).
-    fn flow_from(&self, i: usize) -> Vec<usize> {
+    /// rules (`engine.md` §4.4 step 4), appended to `next` (duplicates left in).
+    fn flow_from(&self, i: usize, next: &mut Vec<usize>) {
         let c = &self.comps[i];
-        let mut next = self.route[i].clone();
+        next.extend_from_slice(&self.route[i]);
         next.extend(&self.children[i]);
         if let Some(p) = c.parent_idx {
-            if matches!(c.kind.as_str(), "loopitem" | "iterationitem" | "exitloop") {
+            if matches!(c.kind.as_ref(), "loopitem" | "iterationitem" | "exitloop") {
                 next.extend(self.downstream_of(p));
             }
             let has_downstream = c
                 .edges
                 .iter()
                 .any(|e| matches!(e.at, EdgeAt::Downstream(_)));
-            let routes_itself = matches!(c.kind.as_str(), "switch" | "categorize" | "exitloop");
+            let routes_itself = matches!(c.kind.as_ref(), "switch" | "categorize" | "exitloop");
             if !has_downstream && !routes_itself {
                 next.extend(self.start_of(p));
             }
         }
-        dedup(next)
     }
 
     /// Which components can run after starting at `starts` (the starts included).
@@ -334,7 +345,7 @@ impl std::hash::Hasher for FnvHasher {
 }
 
 /// Read one `components` entry without assuming any shape, in one pass over its keys.
-fn read_comp<'a>(id: &'a str, v: &'a Value) -> Comp<'a> {
+fn read_comp<'a>(id: &'a str, v: &'a Value, empty: &Rc<str>) -> Comp<'a> {
     let entry = v.as_object();
     let (mut obj, mut downstream, mut upstream, mut parent) = (None, None, None, None);
     for (k, v) in entry.into_iter().flatten() {
@@ -363,7 +374,7 @@ fn read_comp<'a>(id: &'a str, v: &'a Value) -> Comp<'a> {
         upstream,
         parent_raw: parent,
         class,
-        kind: class.map(str::to_ascii_lowercase).unwrap_or_default(),
+        kind: empty.clone(),
         support: Support::Unknown,
         params: raw_params.and_then(Value::as_object).unwrap_or(&EMPTY),
         parent: parent.filter(|p| truthy(p)),
@@ -433,27 +444,72 @@ fn add_edges<'a>(
     branch
 }
 
-/// The items in first-seen order, without duplicates. Lists are short, but one (a
-/// fan-out's `downstream`) may list thousands: past a few, a set keeps this linear.
-fn dedup(items: impl IntoIterator<Item = usize>) -> Vec<usize> {
-    let mut out: Vec<usize> = Vec::new();
-    let mut seen: Option<std::collections::HashSet<usize>> = None;
-    for x in items {
-        let new = match &mut seen {
-            Some(set) => set.insert(x),
-            None if out.len() < 16 => !out.contains(&x),
-            None => {
-                let mut set: std::collections::HashSet<usize> = out.iter().copied().collect();
-                let new = set.insert(x);
-                seen = Some(set);
-                new
-            }
-        };
-        if new {
-            out.push(x);
+/// A list of positions per component, in one buffer (a canvas has thousands of
+/// components and most lists hold one item: a `Vec` each was most of `Canvas::new`).
+#[derive(Debug, Default)]
+pub(super) struct Lists {
+    items: Vec<usize>,
+    /// Where each list ends in `items`.
+    ends: Vec<usize>,
+}
+
+impl Lists {
+    fn with_capacity(n: usize) -> Lists {
+        Lists {
+            items: Vec::with_capacity(n),
+            ends: Vec::with_capacity(n),
         }
     }
-    out
+
+    /// How many lists.
+    pub(super) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Add the next list: the items in first-seen order, without duplicates. Lists are
+    /// short, but one (a fan-out's `downstream`) may list thousands: past a few, a set
+    /// keeps this linear.
+    fn push(&mut self, items: impl IntoIterator<Item = usize>) {
+        let start = self.items.len();
+        let mut seen: Option<std::collections::HashSet<usize>> = None;
+        for x in items {
+            let new = match &mut seen {
+                Some(set) => set.insert(x),
+                None if self.items.len() - start < 16 => !self.items[start..].contains(&x),
+                None => {
+                    let mut set: std::collections::HashSet<usize> =
+                        self.items[start..].iter().copied().collect();
+                    let new = set.insert(x);
+                    seen = Some(set);
+                    new
+                }
+            };
+            if new {
+                self.items.push(x);
+            }
+        }
+        self.ends.push(self.items.len());
+    }
+}
+
+impl std::ops::Index<usize> for Lists {
+    type Output = [usize];
+
+    fn index(&self, i: usize) -> &[usize] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.items[start..self.ends[i]]
+    }
+}
+
+#[cfg(test)]
+impl From<Vec<Vec<usize>>> for Lists {
+    fn from(lists: Vec<Vec<usize>>) -> Lists {
+        let mut out = Lists::default();
+        for l in lists {
+            out.push(l);
+        }
+        out
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::syntax::is_bare_cpn_ref;
 pub(super) fn check(c: &Canvas<'_>, catalog: &dyn Catalog, out: &mut Vec<Finding>) {
     for (i, comp) in c.comps.iter().enumerate() {
         refused(comp, catalog, out);
-        match comp.kind.as_str() {
+        match comp.kind.as_ref() {
             "llm" | "categorize" => empty_model(comp, comp.params, &[], out),
             "agent" => {
                 empty_model(comp, comp.params, &[], out);
