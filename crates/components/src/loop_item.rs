@@ -235,7 +235,8 @@ impl Component for LoopItem {
         let rules = self.rules(parent);
         let fatal =
             |m: String| ComponentError::Fatal(format!("loop condition of {:?}: {m}", parent.id));
-        let mut results = Vec::with_capacity(rules.conditions.len());
+        // Every condition is evaluated (an error in any one stops the loop), then combined.
+        let (mut every, mut some) = (true, false);
         for c in &rules.conditions {
             let c = c.as_ref().map_err(|m| fatal(m.clone()))?;
             let resolved;
@@ -247,11 +248,13 @@ impl Component for LoopItem {
                 }
             };
             let v = cx.resolve(&c.variable).map_err(|e| fatal(e.to_string()))?;
-            results.push(evaluate(&v, &c.operator, value).map_err(fatal)?);
+            let r = evaluate(&v, &c.operator, value).map_err(fatal)?;
+            every &= r;
+            some |= r;
         }
         let done = match &rules.all {
-            Ok(true) => results.iter().all(|r| *r),
-            Ok(false) => results.iter().any(|r| *r),
+            Ok(true) => every,
+            Ok(false) => some,
             Err(m) => return Err(fatal(m.clone())),
         };
         if done {
