@@ -169,20 +169,12 @@ fn class_of(c: &Value) -> &str {
 
 /// Every id a component can hand over to: `downstream`, Switch cases and else branch,
 /// Categorize targets and `exception_goto` (RAGFlow's editor draws an edge for each),
-/// each once, `downstream`'s first; appended to `out`, borrowed from `c`.
+/// `downstream`'s first; appended to `out`, borrowed from `c`, duplicates left in (a
+/// fan-out may list thousands: the caller sorts them out once).
 fn routes<'a>(c: &'a Value, out: &mut Vec<&'a str>) {
-    let start = out.len();
     let add = |v: Option<&'a Value>, out: &mut Vec<&'a str>| match v {
-        Some(Value::Array(a)) => {
-            for t in a.iter().filter_map(Value::as_str) {
-                if !out[start..].contains(&t) {
-                    out.push(t);
-                }
-            }
-        }
-        Some(Value::String(t)) if !t.is_empty() && !out[start..].contains(&t.as_str()) => {
-            out.push(t);
-        }
+        Some(Value::Array(a)) => out.extend(a.iter().filter_map(Value::as_str)),
+        Some(Value::String(t)) if !t.is_empty() => out.push(t),
         _ => {}
     };
     add(member(c, "downstream"), out);

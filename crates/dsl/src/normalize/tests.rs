@@ -305,6 +305,32 @@ fn upstream_drops_repeats_quietly_non_ids_with_a_note_and_replaces_a_non_list() 
 }
 
 #[test]
+fn a_source_that_routes_to_a_target_several_ways_is_listed_once_in_component_order() {
+    // S reaches T by downstream twice, a Switch case and its else branch; U and V reach
+    // T too. T's sources are listed once each, in component order, not route order.
+    let doc = json!({"components": {
+        "V": {"obj": {"component_name": "Message", "params": {}}, "downstream": ["T"]},
+        "S": {"obj": {"component_name": "Switch", "params": {
+            "conditions": [{"to": ["T"]}, {"to": "T"}], "end_cpn_ids": ["T", "T"]}},
+            "downstream": ["T", "T"]},
+        "U": {"obj": {"component_name": "Message", "params": {}}, "downstream": ["T"]},
+        "T": {"obj": {"component_name": "Message", "params": {}}, "downstream": [], "upstream": []},
+    }});
+    let n = normalize(doc);
+    assert_eq!(comp(&n, "T")["upstream"], json!(["V", "S", "U"]));
+    let details: Vec<&str> = n.applied.iter().map(|a| a.detail.as_str()).collect();
+    assert_eq!(
+        details,
+        [
+            "added \"V\": it routes to \"T\"",
+            "added \"S\": it routes to \"T\"",
+            "added \"U\": it routes to \"T\"",
+        ]
+    );
+    assert_idempotent(&n);
+}
+
+#[test]
 fn upstream_is_made_to_match_downstream() {
     let doc = json!({"components": {
         "begin": {"obj": {"component_name": "Begin", "params": {}}, "downstream": ["A", "B"]},
