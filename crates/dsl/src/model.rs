@@ -143,18 +143,19 @@ fn plain_shape(c: &Value) -> bool {
         Some(Value::Array(a)) => a.iter().all(Value::is_string),
         Some(_) => false,
     };
-    let Some(obj) = entry.get("obj").and_then(Value::as_object) else {
+    // Six members of small objects: found by a scan, not by hashing each key.
+    let Some(obj) = field(entry, "obj").and_then(Value::as_object) else {
         return false;
     };
-    obj.get("component_name").is_some_and(Value::is_string)
+    field(obj, "component_name").is_some_and(Value::is_string)
         && matches!(
-            obj.get("params"),
+            field(obj, "params"),
             None | Some(Value::Null | Value::Object(_))
         )
-        && ids(entry.get("downstream"))
-        && ids(entry.get("upstream"))
+        && ids(field(entry, "downstream"))
+        && ids(field(entry, "upstream"))
         && matches!(
-            entry.get("parent_id"),
+            field(entry, "parent_id"),
             None | Some(Value::Null | Value::String(_))
         )
 }
