@@ -24,7 +24,7 @@ fn write_repr(v: &Value, out: &mut String) {
         Value::Null => out.push_str("None"),
         Value::Bool(b) => out.push_str(if *b { "True" } else { "False" }),
         Value::Number(n) => write_py_number(n, out),
-        Value::String(s) => out.push_str(&py_repr_str(s)),
+        Value::String(s) => write_repr_str(s, out),
         Value::Array(a) => {
             out.push('[');
             for (i, x) in a.iter().enumerate() {
@@ -41,7 +41,7 @@ fn write_repr(v: &Value, out: &mut String) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                out.push_str(&py_repr_str(k));
+                write_repr_str(k, out);
                 out.push_str(": ");
                 write_repr(x, out);
             }
@@ -52,31 +52,53 @@ fn write_repr(v: &Value, out: &mut String) {
 
 /// Python `repr(str)`: single quotes unless the text has `'` and no `"`.
 pub fn py_repr_str(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
     let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
+    write_repr_str(s, &mut out);
+    out
+}
+
+/// [`py_repr_str`], appended to `out`. Every character it escapes is ASCII, so the
+/// text between them is copied as it is, a run at a time (a long answer's repr was a
+/// character at a time).
+fn write_repr_str(s: &str, out: &mut String) {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        b'"'
+    } else {
+        b'\''
+    };
+    out.reserve(s.len() + 2);
+    out.push(char::from(quote));
+    let mut copied = 0;
+    for (i, &b) in s.as_bytes().iter().enumerate() {
+        let escape = match b {
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            b if b == quote => {
+                if quote == b'"' {
+                    "\\\""
+                } else {
+                    "\\'"
+                }
             }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
+            b if b < 0x20 || b == 0x7f => "",
+            _ => continue,
+        };
+        // `i` is at an ASCII byte: a character boundary.
+        out.push_str(&s[copied..i]);
+        copied = i + 1;
+        if escape.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\x");
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
+        } else {
+            out.push_str(escape);
         }
     }
-    out.push(quote);
-    out
+    out.push_str(&s[copied..]);
+    out.push(char::from(quote));
 }
 
 /// Python type name as `str(type(v))` prints it.
@@ -137,5 +159,28 @@ mod tests {
     fn strip_matches_python() {
         assert_eq!(py_strip("\u{1c} a b\u{a0}\u{3000}\n"), "a b");
         assert_eq!(py_strip("\u{200b}x"), "\u{200b}x");
+    }
+
+    /// What CPython's `repr` prints for these strings and values.
+    #[test]
+    fn repr_quotes_and_escapes_as_python_does() {
+        let cases = [
+            ("plain", r"'plain'"),
+            ("it's", r#""it's""#),
+            (r#"say "hi""#, r#"'say "hi"'"#),
+            (r#"it's "x""#, r#"'it\'s "x"'"#),
+            ("a\\b\n\r\t\u{0}\u{1f}\u{7f} ", r"'a\\b\n\r\t\x00\x1f\x7f '"),
+            ("日本語 é", "'日本語 é'"),
+            ("\t日\n", r"'\t日\n'"),
+            ("", "''"),
+        ];
+        for (s, want) in cases {
+            assert_eq!(py_repr_str(s), want, "{s:?}");
+        }
+        let v = json!({"k'": ["x", 1, null, true, 1.5], "n": {"a\n": "b"}});
+        assert_eq!(
+            py_repr(&v),
+            r#"{"k'": ['x', 1, None, True, 1.5], 'n': {'a\n': 'b'}}"#
+        );
     }
 }
