@@ -238,7 +238,7 @@ pub mod wire {
     use serde::ser::{Serialize, SerializeMap, Serializer};
     use serde_json::Value;
 
-    use super::{Event, EventKind, NodeFinished, NodeStarted};
+    use super::{Event, EventKind, MessageChunk, NodeFinished, NodeStarted};
 
     /// What every event of one turn shares: `message_id`, `created_at`, `task_id`.
     #[derive(Debug, Clone, PartialEq, Eq)]
@@ -296,9 +296,25 @@ pub mod wire {
             // most of their cost. Byte for byte what serde writes (tested).
             EventKind::NodeStarted(d) => node_started(d, out),
             EventKind::NodeFinished(d) => node_finished(d, out)?,
+            // One per streamed chunk: a long answer's thousands.
+            EventKind::Message(d) => message(d, out),
             _ => serde_json::to_writer(out, &Data(kind))?,
         }
         Ok(())
+    }
+
+    fn message(d: &MessageChunk, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"content\":");
+        value(&d.content, out);
+        if let Some(b) = d.start_to_think {
+            out.extend_from_slice(b",\"start_to_think\":");
+            out.extend_from_slice(if b { b"true" } else { b"false" });
+        }
+        if let Some(b) = d.end_to_think {
+            out.extend_from_slice(b",\"end_to_think\":");
+            out.extend_from_slice(if b { b"true" } else { b"false" });
+        }
+        out.push(b'}');
     }
 
     fn node_started(d: &NodeStarted, out: &mut Vec<u8>) {
@@ -590,7 +606,7 @@ mod tests {
     }
 
     #[test]
-    fn node_events_written_by_hand_are_what_serde_writes() {
+    fn events_written_by_hand_are_what_serde_writes() {
         let obj = |v: Value| v.as_object().cloned().unwrap();
         let nested = json!({
             "s": "quote \" back \\ nl \n ctl \u{1f} del \u{7f} é ✓ 😀",
@@ -623,6 +639,11 @@ mod tests {
                     calls: 1,
                 }),
             }));
+            kinds.push(EventKind::Message(MessageChunk {
+                content: json!(elapsed),
+                start_to_think: None,
+                end_to_think: Some(elapsed.is_nan()),
+            }));
             kinds.push(EventKind::NodeStarted(NodeStarted {
                 inputs: json!([elapsed.to_string()]),
                 created_at: i64::MIN,
@@ -631,6 +652,20 @@ mod tests {
                 component_type: "Loop".into(),
                 thoughts: format!("{elapsed}").into(),
             }));
+        }
+        for content in [
+            json!("w1 "),
+            nested.clone(),
+            Value::Null,
+            json!(["a", {"b": 1}]),
+        ] {
+            for (start, end) in [(None, None), (Some(true), None), (None, Some(false))] {
+                kinds.push(EventKind::Message(MessageChunk {
+                    content: content.clone(),
+                    start_to_think: start,
+                    end_to_think: end,
+                }));
+            }
         }
         for kind in kinds {
             let ev = Event::test(kind, "r");

@@ -864,7 +864,8 @@ impl<'a> Turn<'a> {
                     Chunk::Text(t) => {
                         text.push_str(&t);
                         MessageChunk {
-                            content: json!(t),
+                            // Moved, not serialised into a copy as `json!` would.
+                            content: Value::String(t),
                             start_to_think: None,
                             end_to_think: None,
                         }
@@ -895,9 +896,9 @@ impl<'a> Turn<'a> {
                 return Err(e.into());
             }
             match res {
-                Ok(()) => cx.set_output("content", json!(text)),
+                Ok(()) => cx.set_output("content", Value::String(text)),
                 Err(ComponentError::Failed(m)) => {
-                    cx.set_output("content", json!(text));
+                    cx.set_output("content", Value::String(text));
                     cx.set_output("_ERROR", json!(m));
                 }
                 Err(ComponentError::Fatal(m)) => return Err(crash(&node.id, m)),

@@ -298,7 +298,11 @@ pub struct AnswerStream {
 }
 
 /// The pieces of a stream as `content` gathers them and the Message receives them.
-fn forward(pieces: Vec<Piece>, content: &mut String, emit: &mut (dyn FnMut(Chunk) + Send)) {
+fn forward(
+    pieces: impl IntoIterator<Item = Piece>,
+    content: &mut String,
+    emit: &mut (dyn FnMut(Chunk) + Send),
+) {
     for p in pieces {
         match p {
             Piece::Text(t) => {
@@ -330,15 +334,17 @@ impl ModelStream for AnswerStream {
         let mut content = String::new();
         // The piece that carried `**ERROR**`.
         let mut failed: Option<String> = None;
+        // The pieces of one chunk; the buffer is reused from chunk to chunk.
+        let mut pieces = Vec::new();
         let res = {
             let mut on_text = |t: &str| {
-                let mut pieces = splitter.push(&strip_tool_call_blocks(t));
+                splitter.push(&strip_tool_call_blocks(t), &mut pieces);
                 if let Some(at) = pieces
                     .iter()
                     .position(|p| matches!(p, Piece::Text(x) if x.contains(ERROR_MARK)))
                 {
                     let rest = pieces.split_off(at);
-                    forward(pieces, &mut content, &mut *emit);
+                    forward(pieces.drain(..), &mut content, &mut *emit);
                     if let Some(Piece::Text(e)) = rest.into_iter().next() {
                         if shows_error {
                             forward(vec![Piece::Text(e.clone())], &mut content, &mut *emit);
@@ -347,7 +353,7 @@ impl ModelStream for AnswerStream {
                     }
                     return Flow::Break(());
                 }
-                forward(pieces, &mut content, &mut *emit);
+                forward(pieces.drain(..), &mut content, &mut *emit);
                 Flow::Continue(())
             };
             converse(
@@ -373,7 +379,7 @@ impl ModelStream for AnswerStream {
             }
             cx.set_output("_ERROR", json!(error));
             if with_tools {
-                cx.set_output("content", json!(content));
+                cx.set_output("content", Value::String(content));
                 return Ok(StreamEnd::Done);
             }
             return Ok(StreamEnd::Abandoned);
@@ -389,7 +395,7 @@ impl ModelStream for AnswerStream {
         if !extra.is_empty() {
             forward(vec![Piece::Text(extra)], &mut content, emit);
         }
-        cx.set_output("content", json!(content));
+        cx.set_output("content", Value::String(content));
         Ok(StreamEnd::Done)
     }
 }

@@ -70,11 +70,11 @@ impl ThinkSplitter {
         ThinkSplitter::default()
     }
 
-    /// Feeds one chunk; returns the pieces it releases.
-    pub fn push(&mut self, chunk: &str) -> Vec<Piece> {
-        let mut out = Vec::new();
+    /// Feeds one chunk; appends the pieces it releases to `out` (a buffer the caller
+    /// reuses: one chunk releases one piece, usually).
+    pub fn push(&mut self, chunk: &str, out: &mut Vec<Piece>) {
         if chunk.is_empty() {
-            return out;
+            return;
         }
         let new = if chunk.starts_with(self.received.as_str()) {
             let seen = self.received.len();
@@ -86,7 +86,7 @@ impl ThinkSplitter {
             chunk
         };
         if new.is_empty() {
-            return out;
+            return;
         }
         // Without a `<` there is no tag to look for: most chunks are plain text.
         let tagless = !new.contains('<');
@@ -96,17 +96,16 @@ impl ThinkSplitter {
                 // chunk's text with every tag deleted (not scanned again).
                 self.in_think = false;
                 out.push(Piece::EndThink);
-                text(&mut out, &space);
-                text(&mut out, &without_tags(new));
-                return out;
+                text(out, &space);
+                text(out, &without_tags(new));
+                return;
             }
         }
         if tagless {
-            text(&mut out, new);
+            text(out, new);
         } else {
-            self.scan(new, &mut out);
+            self.scan(new, out);
         }
-        out
     }
 
     /// Ends the stream: a close still held back is released, then its white space.
@@ -215,7 +214,7 @@ mod tests {
         let mut s = ThinkSplitter::new();
         let mut out = Vec::new();
         for c in chunks {
-            out.extend(s.push(c));
+            s.push(c, &mut out);
         }
         out.extend(s.finish());
         out
@@ -400,7 +399,7 @@ mod tests {
             let mut s = ThinkSplitter::new();
             let mut all = Vec::new();
             for c in &chunks {
-                all.extend(s.push(c));
+                s.push(c, &mut all);
             }
             all.extend(s.finish());
             // Text never carries a tag the splitter understood as one.
