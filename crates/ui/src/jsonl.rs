@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 
 use super::{Renderer, RunEnd};
+use crate::output::write_parts;
 use canvas_engine::Event;
 
 /// Writes each event as one line of JSON.
@@ -26,8 +27,7 @@ impl<W: Write + Send> Renderer for JsonlRenderer<W> {
     }
 
     fn event_line(&mut self, _ev: &Event, line: &[u8]) -> io::Result<()> {
-        self.out.write_all(line)?;
-        self.out.write_all(b"\n")?;
+        write_parts(&mut self.out, [line, b"\n"])?;
         self.out.flush()
     }
 

@@ -352,12 +352,14 @@ impl Shared {
     }
 }
 
-impl Write for OutputWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+impl OutputWriter {
+    /// Append `parts`, in order, under one lock (a line and its ending cost one).
+    fn put(&self, parts: &[&[u8]]) -> io::Result<usize> {
         let mut st = lock(&self.shared.state);
         if let Some(e) = st.error() {
             return Err(e);
         }
+        let len = parts.iter().map(|p| p.len()).sum();
         // Held: behind the current gate, or behind bytes held before (order is kept).
         let gate = match st.gate {
             Some(g) if g > st.opened => Some(g),
@@ -365,10 +367,10 @@ impl Write for OutputWriter {
         };
         match gate {
             Some(g) if st.failed.is_some_and(|f| g >= f) => {}
-            Some(g) => st.append(Some(g), buf),
+            Some(g) => parts.iter().for_each(|p| st.append(Some(g), p)),
             None => {
                 let was_empty = st.ready.is_empty();
-                st.append(None, buf);
+                parts.iter().for_each(|p| st.append(None, p));
                 if st.ready_len >= SPILL {
                     drop(st);
                     self.shared.write_ready()?;
@@ -377,21 +379,56 @@ impl Write for OutputWriter {
                 }
             }
         }
-        Ok(buf.len())
+        Ok(len)
+    }
+}
+
+impl Write for OutputWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.put(&[buf])
+    }
+
+    /// Every slice is taken, under one lock.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match bufs {
+            [] => Ok(0),
+            [a] => self.put(&[a]),
+            [a, b] => self.put(&[a, b]),
+            more => {
+                let parts: Vec<&[u8]> = more.iter().map(|b| &**b).collect();
+                self.put(&parts)
+            }
+        }
     }
 
     /// Renderers flush after each event. In eager mode the ready bytes are written now
     /// (a terminal renderer draws spinners between its lines, so they must not lag);
-    /// otherwise the [`Output`] decides when bytes go out.
+    /// otherwise the [`Output`] decides when bytes go out, and a sink that broke since
+    /// the last write is reported by the next one (or by [`Output::drain`]).
     fn flush(&mut self) -> io::Result<()> {
         if self.shared.eager {
             return self.shared.write_ready();
         }
-        match lock(&self.shared.state).error() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        Ok(())
     }
+}
+
+/// Write `parts` to `out` in order: one vectored write when `out` takes them all at
+/// once (an [`OutputWriter`] does, under one lock), the rest a part at a time.
+pub fn write_parts<const N: usize, W: Write + ?Sized>(
+    out: &mut W,
+    parts: [&[u8]; N],
+) -> io::Result<()> {
+    let mut skip = out.write_vectored(&parts.map(io::IoSlice::new))?;
+    for p in parts {
+        if skip >= p.len() {
+            skip -= p.len();
+            continue;
+        }
+        out.write_all(&p[skip..])?;
+        skip = 0;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -416,6 +453,38 @@ mod tests {
         fn text(&self) -> String {
             String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
         }
+    }
+
+    /// A line's parts arrive whole and in order: through the output (held or not),
+    /// and through a writer that takes a few bytes per call.
+    #[test]
+    fn parts_are_written_whole_and_in_order() {
+        let sink = Shared::default();
+        let out = Output::new(Box::new(sink.clone()), false);
+        let mut w = out.writer();
+        write_parts(&mut w, [b"data:", b"{}", b"\n\n"]).unwrap();
+        out.set_gate(Some(1));
+        write_parts(&mut w, [b"held", b"\n"]).unwrap();
+        out.flush().unwrap();
+        assert_eq!(sink.text(), "data:{}\n\n");
+        out.open(1);
+        out.drain().unwrap();
+        assert_eq!(sink.text(), "data:{}\n\nheld\n");
+
+        struct Trickle(Vec<u8>);
+        impl Write for Trickle {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                let n = buf.len().min(3);
+                self.0.extend_from_slice(&buf[..n]);
+                Ok(n)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut t = Trickle(Vec::new());
+        write_parts(&mut t, [b"ab", b"", b"cdefg", b"h"]).unwrap();
+        assert_eq!(t.0, b"abcdefgh");
     }
 
     #[test]

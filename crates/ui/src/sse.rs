@@ -4,6 +4,7 @@
 use std::io::{self, Write};
 
 use super::{Renderer, RunEnd};
+use crate::output::write_parts;
 use canvas_engine::Event;
 
 /// Writes events as SSE frames.
@@ -27,9 +28,7 @@ impl<W: Write + Send> Renderer for SseRenderer<W> {
     }
 
     fn event_line(&mut self, _ev: &Event, line: &[u8]) -> io::Result<()> {
-        self.out.write_all(b"data:")?;
-        self.out.write_all(line)?;
-        self.out.write_all(b"\n\n")?;
+        write_parts(&mut self.out, [b"data:", line, b"\n\n"])?;
         self.out.flush()
     }
 
