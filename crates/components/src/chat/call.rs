@@ -129,7 +129,7 @@ async fn one_call(
     };
     while let Some(d) = stream.next().await {
         let flow = match d {
-            Ok(Delta::Text(t)) => push(wrap.text(&t), &mut answer),
+            Ok(Delta::Text(t)) => push(wrap.text(t), &mut answer),
             Ok(Delta::Reasoning(r)) => push(wrap.reasoning(&r), &mut answer),
             Ok(Delta::ToolCalls(calls)) => {
                 answer.tool_calls.extend(calls);

@@ -192,10 +192,10 @@ impl ReasoningWrapper {
         format!("{open}{s}{CLOSE}")
     }
 
-    /// The text chunk for an answer delta (it ends a run of reasoning).
-    pub fn text(&mut self, s: &str) -> String {
+    /// The text chunk for an answer delta (it ends a run of reasoning), as it came.
+    pub fn text(&mut self, s: String) -> String {
         self.in_reasoning = false;
-        s.to_string()
+        s
     }
 
     /// Anything left to send at the end: nothing, since every reasoning chunk is
@@ -425,7 +425,7 @@ mod tests {
         let mut w = ReasoningWrapper::new();
         assert_eq!(w.reasoning("a"), "<think>a</think>");
         assert_eq!(w.reasoning("b"), "b</think>");
-        assert_eq!(w.text("answer"), "answer");
+        assert_eq!(w.text("answer".into()), "answer");
         assert_eq!(w.reasoning("c"), "<think>c</think>");
         assert_eq!(w.finish(), None);
     }
@@ -437,8 +437,8 @@ mod tests {
             w.reasoning("Let "),
             w.reasoning("me "),
             w.reasoning("see."),
-            w.text("The "),
-            w.text("answer."),
+            w.text("The ".into()),
+            w.text("answer.".into()),
         ];
         let refs: Vec<&str> = chunks.iter().map(String::as_str).collect();
         assert_eq!(
