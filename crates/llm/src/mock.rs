@@ -338,6 +338,10 @@ impl ChatModel for MockModel {
     async fn chat(&self, req: &ChatRequest) -> Result<DeltaStream, LlmError> {
         let deltas = self.deltas(req);
         let (delay, gap) = (self.script.delay, self.script.chunk_delay);
+        if delay.is_zero() && gap.is_zero() {
+            // No pauses: the chunks as they are, without a future made for each.
+            return Ok(Box::pin(futures::stream::iter(deltas.into_iter().map(Ok))));
+        }
         let stream = futures::stream::unfold(
             (deltas.into_iter(), true),
             move |(mut rest, first)| async move {
