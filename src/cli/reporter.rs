@@ -40,6 +40,8 @@ pub(super) struct Reporter<'a> {
     /// Scratch buffers for one event's `data` and line.
     data: Vec<u8>,
     line: Vec<u8>,
+    /// The end of every line of this turn, written once.
+    envelope: wire::EnvelopeText,
     /// Render held events only once durable (a terminal), rather than hold their bytes.
     live: bool,
     /// Events held back in live mode, with their lines.
@@ -74,6 +76,7 @@ impl<'a> Reporter<'a> {
             failed: Arc::new(OnceLock::new()),
             data: Vec::new(),
             line: Vec::new(),
+            envelope: wire::EnvelopeText::default(),
             live: output.is_eager(),
             held: Vec::new(),
             as_is: renderer.lines_as_is(),
@@ -158,15 +161,15 @@ impl<'a> Reporter<'a> {
     }
 
     /// Stage a held event's line (see `as_is`): no lock, and one copy of its data.
-    fn stage(&mut self, name: &str, data: &[u8], env: &Envelope<'_>) {
-        // The longest the line can be: the envelope's words and number take under 96
-        // bytes, and an id's byte takes at most six once escaped.
-        let most = name.len() + data.len() + 6 * (env.message_id.len() + env.task_id.len()) + 96;
+    /// `tail` is the envelope's text ([`wire::EnvelopeText`]).
+    fn stage(&mut self, name: &str, data: &[u8], tail: &[u8]) {
+        // The line: its head's words (under 32 bytes), name, data, tail and newline.
+        let most = name.len() + data.len() + tail.len() + 32;
         if self.staged.capacity() - self.staged.len() < most {
             self.push_staged();
             self.staged = self.output.segment(most);
         }
-        wire::write_line(name, data, env, &mut self.staged);
+        wire::write_line_with(name, data, tail, &mut self.staged);
         self.staged.push(b'\n');
     }
 
@@ -270,20 +273,24 @@ impl EventSink for Reporter<'_> {
         wire::write_data(&ev.kind, &mut self.data).map_err(io::Error::other)?;
         let data = std::str::from_utf8(&self.data).map_err(io::Error::other)?;
         let name = ev.kind.name();
-        let env = Envelope::of(ev);
         self.chunks
             .append(&ev.message_id, ev.created_at, name, data);
         if matches!(ev.kind, EventKind::NodeFinished(_)) {
             self.holding = true;
         }
+        // Taken out while the line is written: `stage` borrows the reporter.
+        let mut envelope = std::mem::take(&mut self.envelope);
+        let tail = envelope.of(&Envelope::of(ev));
         if self.holding && self.as_is && !self.live {
             let data = std::mem::take(&mut self.data);
-            self.stage(name, &data, &env);
+            self.stage(name, &data, tail);
             self.data = data;
+            self.envelope = envelope;
             return Ok(());
         }
         self.line.clear();
-        wire::write_line(name, data.as_bytes(), &env, &mut self.line);
+        wire::write_line_with(name, &self.data, tail, &mut self.line);
+        self.envelope = envelope;
         if self.live {
             if self.holding {
                 self.held.push((ev.clone(), self.line.clone()));

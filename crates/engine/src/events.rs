@@ -405,10 +405,25 @@ pub mod wire {
     /// Append the event line (no newline) made of its name, its serialised `data` and
     /// the envelope to `out`: byte for byte what `serde_json::to_string(&event)` gives.
     pub fn write_line(name: &str, data: &[u8], env: &Envelope<'_>, out: &mut Vec<u8>) {
+        line_head(name, data, out);
+        envelope(env, out);
+    }
+
+    /// [`write_line`] with the envelope's text made once by [`EnvelopeText`].
+    pub fn write_line_with(name: &str, data: &[u8], envelope: &[u8], out: &mut Vec<u8>) {
+        line_head(name, data, out);
+        out.extend_from_slice(envelope);
+    }
+
+    fn line_head(name: &str, data: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"event\":\"");
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b"\",\"data\":");
         out.extend_from_slice(data);
+    }
+
+    /// What follows an event's data on its line: the envelope's members and the end.
+    fn envelope(env: &Envelope<'_>, out: &mut Vec<u8>) {
         out.extend_from_slice(b",\"message_id\":");
         json_str(env.message_id, out);
         out.extend_from_slice(b",\"created_at\":");
@@ -418,6 +433,34 @@ pub mod wire {
         out.extend_from_slice(b",\"task_id\":");
         json_str(env.task_id, out);
         out.push(b'}');
+    }
+
+    /// The end of the lines of one envelope, written once and reused while the envelope
+    /// stays the same (every event of a turn shares it).
+    #[derive(Debug, Clone, Default)]
+    pub struct EnvelopeText {
+        message_id: String,
+        created_at: i64,
+        task_id: String,
+        text: Vec<u8>,
+    }
+
+    impl EnvelopeText {
+        /// The text that ends a line of `env` (see [`write_line_with`]).
+        pub fn of(&mut self, env: &Envelope<'_>) -> &[u8] {
+            let same = !self.text.is_empty()
+                && self.created_at == env.created_at
+                && self.message_id == env.message_id
+                && self.task_id == env.task_id;
+            if !same {
+                self.message_id = env.message_id.to_string();
+                self.created_at = env.created_at;
+                self.task_id = env.task_id.to_string();
+                self.text.clear();
+                envelope(env, &mut self.text);
+            }
+            &self.text
+        }
     }
 
     /// `s` as a JSON string, as serde_json writes it. Ids (the envelope's strings)
@@ -719,14 +762,36 @@ mod tests {
             ("unicodé ✓ \u{7f}", i64::MIN),
             ("", 7),
         ];
-        for (kind, (message_id, created_at)) in every_kind().into_iter().zip(ids.iter().cycle()) {
+        // One envelope text for all: it is made again whenever the envelope changes
+        // (each of the three members in turn, and back to an earlier one).
+        let mut text = wire::EnvelopeText::default();
+        let envelopes = ids
+            .iter()
+            .map(|&(m, at)| (m.to_string(), at, format!("01RUN{m}")))
+            .chain([
+                ("m".into(), 1, "t".into()),
+                ("m".into(), 2, "t".into()),
+                ("m".into(), 2, "u".into()),
+                ("n".into(), 2, "u".into()),
+                ("m\"1".into(), -3, "01RUNm\"1".into()),
+            ]);
+        for (kind, (message_id, created_at, task_id)) in
+            every_kind().into_iter().cycle().zip(envelopes)
+        {
             let ev = Event {
                 kind,
-                message_id: (*message_id).into(),
-                created_at: *created_at,
-                task_id: format!("01RUN{message_id}"),
+                message_id,
+                created_at,
+                task_id,
             };
-            assert_eq!(wire_line(&ev), serde_json::to_string(&ev).unwrap());
+            let want = serde_json::to_string(&ev).unwrap();
+            assert_eq!(wire_line(&ev), want);
+            let mut data = Vec::new();
+            wire::write_data(&ev.kind, &mut data).unwrap();
+            let mut line = Vec::new();
+            let tail = text.of(&wire::Envelope::of(&ev));
+            wire::write_line_with(ev.kind.name(), &data, tail, &mut line);
+            assert_eq!(String::from_utf8(line).unwrap(), want);
             assert!(wire::is_event_name(ev.kind.name()));
         }
         assert!(!wire::is_event_name("node_finishe"));

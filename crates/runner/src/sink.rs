@@ -69,6 +69,8 @@ pub struct StoreSink<'a> {
     submitted: u64,
     /// Scratch buffer for one event's line.
     line: Vec<u8>,
+    /// The end of every line of this turn, written once.
+    envelope: wire::EnvelopeText,
 }
 
 impl<'a> StoreSink<'a> {
@@ -91,6 +93,7 @@ impl<'a> StoreSink<'a> {
             holding: false,
             submitted: 0,
             line: Vec::new(),
+            envelope: wire::EnvelopeText::default(),
         }
     }
 
@@ -208,12 +211,8 @@ impl EventSink for StoreSink<'_> {
                 self.holding = true;
             }
             self.line.clear();
-            wire::write_line(
-                ev.kind.name(),
-                data.as_bytes(),
-                &Envelope::of(ev),
-                &mut self.line,
-            );
+            let tail = self.envelope.of(&Envelope::of(ev));
+            wire::write_line_with(ev.kind.name(), data.as_bytes(), tail, &mut self.line);
             let line = String::from_utf8_lossy(&self.line).into_owned();
             let gate = if self.holding { self.submitted + 1 } else { 0 };
             let mut w = watch_lock(w);

@@ -298,9 +298,10 @@ pub(crate) fn lines(
         created_at,
         task_id: run_id,
     };
+    let mut envelope = wire::EnvelopeText::default();
+    let tail = envelope.of(&env);
     // The stored count does not size the buffer: each event takes a line of the text.
     let mut out = Vec::with_capacity(expected.min(text.len() / 2));
-    let mut buf = Vec::new();
     for (i, l) in text.lines().enumerate() {
         if i == expected {
             return Err(StoreError::Corrupt(format!(
@@ -321,10 +322,10 @@ pub(crate) fn lines(
         if !json_text::is_value(data.as_bytes()) {
             return Err(bad("its data is not JSON"));
         }
-        buf.clear();
-        wire::write_line(name, data.as_bytes(), &env, &mut buf);
+        let mut line = Vec::with_capacity(l.len() + tail.len() + 16);
+        wire::write_line_with(name, data.as_bytes(), tail, &mut line);
         // Made of a name checked above, stored UTF-8 and JSON punctuation.
-        out.push(String::from_utf8(std::mem::take(&mut buf)).map_err(|_| bad("not UTF-8"))?);
+        out.push(String::from_utf8(line).map_err(|_| bad("not UTF-8"))?);
     }
     if out.len() as i64 != count {
         return Err(StoreError::Corrupt(format!(
