@@ -18,7 +18,14 @@ static IMAGE_URI: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"data:image/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+/=]+").expect("static regex")
 });
 
+/// Whether `s` may hold an image URI: every match starts with this text. The regex,
+/// a good part of a millisecond to build, is built only for text that does.
+fn may_hold_image(s: &str) -> bool {
+    s.contains("data:image/")
+}
+
 /// Sections of a system prompt RAGFlow's older planner used; cut before the call.
+/// Every match holds `</` (see [`may_hold_image`] for why that is looked for first).
 static TAGGED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?is)<(TASK_ANALYSIS|PLAN_GENERATION|REFLECTION|CONTEXT_SUMMARY|CONTEXT_RANKING|CITATION_GUIDELINES)>.*?</(TASK_ANALYSIS|PLAN_GENERATION|REFLECTION|CONTEXT_SUMMARY|CONTEXT_RANKING|CITATION_GUIDELINES)>",
@@ -73,7 +80,10 @@ fn role_of(r: &str) -> Role {
 /// `content` key when it has one).
 fn collect_images(v: &Value, out: &mut Vec<String>) {
     match v {
-        Value::String(s) => out.extend(IMAGE_URI.find_iter(s).map(|m| m.as_str().to_string())),
+        Value::String(s) if may_hold_image(s) => {
+            out.extend(IMAGE_URI.find_iter(s).map(|m| m.as_str().to_string()))
+        }
+        Value::String(_) => {}
         Value::Array(a) => a.iter().for_each(|x| collect_images(x, out)),
         Value::Object(o) => match o.get("content") {
             Some(c) => collect_images(c, out),
@@ -97,6 +107,7 @@ fn substitutions(
         let v = cx.resolve(&e.exp)?;
         let s = match &v {
             Value::Null => String::new(),
+            Value::String(s) if !may_hold_image(s) => s.clone(),
             Value::String(s) => {
                 let before = images.len();
                 images.extend(IMAGE_URI.find_iter(s).map(|m| m.as_str().to_string()));
@@ -170,7 +181,9 @@ pub fn prepare(
         append_files(cx, &mut msgs, &mut images);
     }
     let mut system = string_format(&p.sys_prompt, &kv);
-    system = TAGGED.replace_all(&system, "").into_owned();
+    if system.contains("</") {
+        system = TAGGED.replace_all(&system, "").into_owned();
+    }
     if p.cite && has_references(cx) {
         system.push_str(&super::prompts::citation_prompt());
     }
@@ -351,6 +364,29 @@ mod tests {
             last.content,
             json!([{"type": "text", "text": "look see  end"},
                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}])
+        );
+    }
+
+    /// The old planner's sections are cut from the system prompt whatever their case;
+    /// other tags, and a prompt with no closing tag, stay as they are.
+    #[test]
+    fn planner_sections_are_cut_from_the_system_prompt() {
+        let h = harness(json!({}));
+        let system = |sys: &str| {
+            let p = params(json!({ "sys_prompt": sys }));
+            let out = h
+                .with_cx("LLM:A", |cx| prepare(cx, &p, None, false, 8192))
+                .unwrap();
+            out.messages[0].text_content()
+        };
+        assert_eq!(
+            system("A<task_analysis>x\ny</TASK_ANALYSIS>B<Reflection>z</reflection>C"),
+            "ABC"
+        );
+        assert_eq!(system("A<note>x</note>B"), "A<note>x</note>B");
+        assert_eq!(
+            system("A<REFLECTION>never closed"),
+            "A<REFLECTION>never closed"
         );
     }
 
