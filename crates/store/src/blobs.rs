@@ -53,15 +53,14 @@ impl Split<'_> {
 /// bytes or more holds a whole window that starts at a multiple of it.
 const WINDOW: usize = 8000;
 
-/// False when `bytes` surely holds no string token of [`MIN_LEN`] bytes or more: every
-/// window of [`WINDOW`] bytes starting at a multiple of it has an unescaped quote, so
-/// none lies inside one string. A quick look (most windows have a quote in their first
-/// bytes) that spares the tokenizer's walk over every string of a text.
-fn may_hold_long_token(bytes: &[u8]) -> bool {
-    let mut p = 0;
-    while p + WINDOW <= bytes.len() {
+/// The windows (their starts) that may lie inside a string token of [`MIN_LEN`] bytes
+/// or more: those without an unescaped quote. A token that long holds a whole window
+/// that starts at a multiple of [`WINDOW`], so every such token holds one of them.
+/// A quick look (most windows have a quote in their first bytes).
+fn quoteless_windows(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    (0..bytes.len() / WINDOW).map(|k| k * WINDOW).filter(|&p| {
         let window = &bytes[p..p + WINDOW];
-        let unescaped = memchr::memchr_iter(b'"', window).any(|q| {
+        !memchr::memchr_iter(b'"', window).any(|q| {
             let at = p + q;
             let backslashes = bytes[..at]
                 .iter()
@@ -69,40 +68,61 @@ fn may_hold_long_token(bytes: &[u8]) -> bool {
                 .take_while(|&&b| b == b'\\')
                 .count();
             backslashes % 2 == 0
-        });
-        if !unescaped {
-            return true;
+        })
+    })
+}
+
+/// False when `bytes` surely holds no string token of [`MIN_LEN`] bytes or more (see
+/// [`quoteless_windows`]).
+#[cfg(test)]
+fn may_hold_long_token(bytes: &[u8]) -> bool {
+    quoteless_windows(bytes).next().is_some()
+}
+
+/// Push the string tokens of `line` (start and end, offsets into the text: the line
+/// starts at `base`) of at least [`MIN_LEN`] bytes to `tokens`.
+fn long_tokens_of_line(line: &[u8], base: usize, tokens: &mut Vec<(usize, usize)>) {
+    let mut i = 0;
+    while let Some(q) = memchr::memchr(b'"', &line[i..]) {
+        // A string token: to the next quote not escaped (or the end of a cut-off line).
+        let start = i + q;
+        i = start + 1;
+        let end = loop {
+            match memchr::memchr2(b'"', b'\\', &line[i.min(line.len())..]) {
+                None => break line.len(),
+                Some(k) if line[i + k] == b'"' => break i + k + 1,
+                Some(k) => i += k + 2,
+            }
+        };
+        if end - start >= MIN_LEN {
+            tokens.push((base + start, base + end));
         }
-        p += WINDOW;
+        i = end;
     }
-    false
 }
 
 /// Cut the JSON string tokens of at least [`MIN_LEN`] bytes out of `text` (JSON, or lines
 /// of `NAME JSON`); `None` when there is none (every text shorter than `MIN_LEN`, at no
 /// cost).
 pub(crate) fn split(text: &str) -> Option<Split<'_>> {
-    if text.len() < MIN_LEN || !may_hold_long_token(text.as_bytes()) {
+    if text.len() < MIN_LEN {
         return None;
     }
     let bytes = text.as_bytes();
+    // Only the lines that hold a quoteless window are read token by token: a JSON
+    // string never spans lines (its line breaks are escaped), so each line starts
+    // outside one, and an event chunk's other lines (thousands of small events) are
+    // skipped.
     let mut tokens = Vec::new();
-    let mut i = 0;
-    while let Some(q) = memchr::memchr(b'"', &bytes[i..]) {
-        // A string token: to the next quote not escaped (or the end of a cut-off text).
-        let start = i + q;
-        i = start + 1;
-        let end = loop {
-            match memchr::memchr2(b'"', b'\\', &bytes[i.min(bytes.len())..]) {
-                None => break bytes.len(),
-                Some(k) if bytes[i + k] == b'"' => break i + k + 1,
-                Some(k) => i += k + 2,
-            }
-        };
-        if end - start >= MIN_LEN {
-            tokens.push((start, end));
+    let mut read_to = 0;
+    for p in quoteless_windows(bytes) {
+        if p < read_to {
+            continue;
         }
-        i = end;
+        let start = memchr::memrchr(b'\n', &bytes[..p]).map_or(0, |n| n + 1);
+        let end = memchr::memchr(b'\n', &bytes[p..]).map_or(bytes.len(), |n| p + n);
+        long_tokens_of_line(&bytes[start..end], start, &mut tokens);
+        read_to = end;
     }
     if tokens.is_empty() {
         return None;
@@ -113,7 +133,7 @@ pub(crate) fn split(text: &str) -> Option<Split<'_>> {
     let mut values = Vec::with_capacity(tokens.len());
     let mut prev = 0;
     for (start, end) in tokens {
-        // Token bounds are ASCII quotes (or the text's end): char boundaries.
+        // Token bounds are ASCII quotes (or a line's end): char boundaries.
         left.push_str(&text[prev..start]);
         let value = &text[start..end];
         // A value seen earlier in this text (an event's inputs and outputs) is not
@@ -259,6 +279,68 @@ mod tests {
                 long,
                 "case {case}"
             );
+        }
+    }
+
+    /// Lines of events, some with long strings: the strings are found in whichever
+    /// lines they are, next to lines of many small ones and lines with none.
+    #[test]
+    fn long_strings_are_found_in_every_line_of_a_chunk() {
+        let mut seed = 11u64;
+        let mut next = |m: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        for case in 0..200 {
+            let mut lines = Vec::new();
+            for _ in 0..(1 + next(8)) {
+                let mut line = String::from("message {");
+                for k in 0..(1 + next(4)) {
+                    let len = match next(4) {
+                        0 => next(50),
+                        1 => MIN_LEN as u64 - 20 + next(40),
+                        2 => next(30_000),
+                        _ => 0,
+                    };
+                    let body: String = (0..len / 2)
+                        .map(|_| match next(5) {
+                            0 => "\\\"",
+                            1 => "\\n",
+                            _ => "ab",
+                        })
+                        .collect();
+                    // Long runs outside strings too: numbers a window wide.
+                    let pad = if next(5) == 0 {
+                        "1,".repeat(4100)
+                    } else {
+                        String::new()
+                    };
+                    line.push_str(&format!("\"k{k}\":[{pad}\"{body}\"],"));
+                }
+                line.push_str("\"end\":0}");
+                lines.push(line);
+            }
+            let text = lines.join("\n") + "\n";
+            let long = long_tokens(&text);
+            let got = split(&text);
+            assert_eq!(
+                got.as_ref().map_or(0, |s| s.cuts.len()),
+                long,
+                "case {case}"
+            );
+            if let Some(s) = got {
+                let mut back = String::new();
+                let mut prev = 0;
+                for (c, v) in s.cuts.iter().zip(&s.values) {
+                    back.push_str(&s.text[prev..c.at]);
+                    back.push_str(v);
+                    prev = c.at;
+                }
+                back.push_str(&s.text[prev..]);
+                assert_eq!(back, text, "case {case}");
+            }
         }
     }
 
