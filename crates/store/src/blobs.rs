@@ -238,17 +238,21 @@ mod tests {
         n
     }
 
-    #[test]
-    fn the_quick_look_never_misses_a_long_string() {
-        // Strings of every size around the limit, full of escaped quotes and
-        // backslashes, at every offset against the windows.
-        let mut seed = 7u64;
-        let mut next = |m: u64| {
+    /// Pseudo-random numbers below `m`, the same on every run for one seed.
+    fn numbers(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |m| {
             seed = seed
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             (seed >> 33) % m
-        };
+        }
+    }
+
+    #[test]
+    fn the_quick_look_never_misses_a_long_string() {
+        // Strings of every size around the limit, full of escaped quotes and
+        // backslashes, at every offset against the windows.
+        let mut next = numbers(7);
         for case in 0..300 {
             let mut text = String::new();
             for _ in 0..(1 + next(6)) {
@@ -286,13 +290,7 @@ mod tests {
     /// lines they are, next to lines of many small ones and lines with none.
     #[test]
     fn long_strings_are_found_in_every_line_of_a_chunk() {
-        let mut seed = 11u64;
-        let mut next = |m: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % m
-        };
+        let mut next = numbers(11);
         for case in 0..200 {
             let mut lines = Vec::new();
             for _ in 0..(1 + next(8)) {
@@ -331,14 +329,19 @@ mod tests {
                 "case {case}"
             );
             if let Some(s) = got {
-                let mut back = String::new();
-                let mut prev = 0;
-                for (c, v) in s.cuts.iter().zip(&s.values) {
-                    back.push_str(&s.text[prev..c.at]);
-                    back.push_str(v);
-                    prev = c.at;
-                }
-                back.push_str(&s.text[prev..]);
+                let blobs: HashMap<&str, &str> = s
+                    .cuts
+                    .iter()
+                    .zip(&s.values)
+                    .map(|(c, v)| (c.hash.as_str(), *v))
+                    .collect();
+                let back = join(
+                    s.text.clone(),
+                    &s.cuts_json(),
+                    |k| Ok(blobs[k].to_string()),
+                    || "t".into(),
+                )
+                .unwrap();
                 assert_eq!(back, text, "case {case}");
             }
         }
