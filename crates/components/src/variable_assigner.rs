@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use serde_json::{Number, Value};
 use std::borrow::Cow;
 
+use canvas_engine::state::key_get;
 use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx};
 use canvas_pyrt::{Object, float_value, py_type_name, truthy};
 
@@ -81,14 +82,14 @@ fn apply(cx: &NodeCx<'_>, item: &Value) -> CResult<()> {
         )));
     };
     let null = Value::Null;
-    let variable = item.get("variable").unwrap_or(&null);
-    let operator = item.get("operator").unwrap_or(&null);
+    let variable = key_get(item, "variable").unwrap_or(&null);
+    let operator = key_get(item, "operator").unwrap_or(&null);
     if !truthy(variable) || !truthy(operator) {
         return Err(failed(INCOMPLETE));
     }
     // A non-string operator matches no operator name, as in Python's `==` chain.
     let op = operator.as_str().unwrap_or("");
-    let parameter = item.get("parameter").unwrap_or(&null);
+    let parameter = key_get(item, "parameter").unwrap_or(&null);
     // `0` and `""` are valid parameters: only None counts as missing.
     if parameter.is_null() && !matches!(op, "clear" | "remove_first" | "remove_last") {
         return Err(failed(INCOMPLETE));

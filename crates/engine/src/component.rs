@@ -15,7 +15,7 @@ use super::graph::{Graph, Node};
 use super::refs::{self, RefElement, RefError};
 pub use super::role::{ContainerKind, Role};
 use super::services::Services;
-use super::state::{RunState, set_key};
+use super::state::{RunState, key_get, set_key};
 use super::template;
 use canvas_llm::{ChatModel, LlmError, ModelSource};
 use canvas_pyrt::Object;
@@ -243,7 +243,7 @@ impl<'a> NodeCx<'a> {
 
     /// One parameter, `None` when absent.
     pub fn param(&self, name: &str) -> Option<&Value> {
-        self.node.params.get(name)
+        key_get(&self.node.params, name)
     }
 
     /// A string parameter, or `default` when absent or not a string.

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::state::RunState;
+use super::state::{RunState, key_get};
 use canvas_pyrt::Object;
 
 use canvas_dsl::syntax::is_bare_cpn_ref;
@@ -37,6 +37,11 @@ fn strip_char(s: &str, c: char) -> &str {
 
 /// The stripping `get_variable_value` applies: `{`, `}`, spaces, `{`, `}`.
 pub fn strip_ref(exp: &str) -> &str {
+    // Most expressions are stored bare: nothing at either end to strip, nothing to scan.
+    let strippable = |b: Option<&u8>| matches!(b, Some(b'{' | b'}' | b' '));
+    if !strippable(exp.as_bytes().first()) && !strippable(exp.as_bytes().last()) {
+        return exp;
+    }
     let s = strip_char(exp, '{');
     let s = strip_char(s, '}');
     let s = strip_char(s, ' ');
@@ -64,7 +69,7 @@ pub fn resolve(state: &RunState, exp: &str) -> Result<Value, RefError> {
     Ok(match rest {
         // Walked in place: only the value reached is copied, not the whole output.
         Some(rest) if !rest.is_empty() => {
-            match state.nodes.get(cpn).and_then(|n| n.outputs.get(root)) {
+            match state.nodes.get(cpn).and_then(|n| key_get(&n.outputs, root)) {
                 Some(v) => walk_path_ref(v, rest),
                 None => walk_path(state.output(cpn, root), rest),
             }
@@ -85,7 +90,7 @@ fn walk_path_ref(mut cur: &Value, mut path: &str) -> Value {
             None => (path, None),
         };
         let next = match cur {
-            Value::Object(o) => o.get(key),
+            Value::Object(o) => key_get(o, key),
             Value::Array(a) => py_int(key).and_then(|i| {
                 let len = a.len() as i64;
                 let idx = if i < 0 { len + i } else { i };
@@ -114,7 +119,7 @@ pub fn resolve_with<R>(
     let plain = strip_ref(exp);
     if let Some((cpn, var)) = plain.split_once('@') {
         if !var.contains('.') {
-            if let Some(v) = state.nodes.get(cpn).and_then(|n| n.outputs.get(var)) {
+            if let Some(v) = state.nodes.get(cpn).and_then(|n| key_get(&n.outputs, var)) {
                 return Ok(f(v));
             }
         }
@@ -296,6 +301,18 @@ mod tests {
         n.outputs.insert("none".into(), Value::Null);
         s.nodes.insert("begin".into(), n.into());
         s
+    }
+
+    proptest::proptest! {
+        /// The shortcut for bare expressions strips what Python's five `strip` calls
+        /// strip: `"{ {a@b} }"` and `"a@b"` alike, and text made only of those characters.
+        #[test]
+        fn strip_ref_is_the_five_strips(exp in "[{} a@.é]{0,12}") {
+            let slow = ['{', '}', ' ', '{', '}']
+                .iter()
+                .fold(exp.as_str(), |s, c| s.trim_matches(*c));
+            proptest::prop_assert_eq!(strip_ref(&exp), slow);
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! after each component, the missing-upstream drop rule, exception routes, and the end
 //! of a turn. Event order follows §5.3 exactly.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rand::SeedableRng;
@@ -240,6 +241,7 @@ pub async fn run_turn(
         partials: Vec::new(),
         steps: 0,
         stopped: Vec::new(),
+        last_node: AtomicUsize::new(usize::MAX),
     };
     let res = turn.run(&mut em).await;
     let mut state = shared.state.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -266,6 +268,8 @@ struct Turn<'a> {
     /// When the turn was stopped before this process continued it (see
     /// [`Cursor::stopped`]).
     stopped: Vec<(f64, f64)>,
+    /// The place in the canvas of the node [`Turn::node_of`] found last.
+    last_node: AtomicUsize,
 }
 
 impl<'a> Turn<'a> {
@@ -293,7 +297,23 @@ impl<'a> Turn<'a> {
     /// The node at `path[i]`, looked up without copying its id out of the path.
     fn node_at(&self, i: usize) -> Result<&'a Node, RunError> {
         let st = lock(&self.shared.state);
-        self.node(&st.path[i])
+        let id = &st.path[i];
+        self.node_of(id).map_or_else(|| self.node(id), Ok)
+    }
+
+    /// The node a path entry names. A node is looked up several times in a row (to
+    /// start, run, post-process and route it), and the path holds the canvas's own copy
+    /// of its id: the node found last is tried first, by pointer, before hashing the id.
+    fn node_of(&self, id: &Arc<str>) -> Option<&'a Node> {
+        let nodes = &self.canvas.graph.nodes;
+        if let Some((_, n)) = nodes.get_index(self.last_node.load(Ordering::Relaxed)) {
+            if Arc::ptr_eq(&n.shared.id, id) {
+                return Some(n);
+            }
+        }
+        let (i, _, n) = nodes.get_full(&**id)?;
+        self.last_node.store(i, Ordering::Relaxed);
+        Some(n)
     }
 
     /// `id` as the path keeps it: the canvas's shared copy when it names a component
@@ -348,13 +368,15 @@ impl<'a> Turn<'a> {
                     if em.unsaved.is_some() && !self.all_instant(cur.idx, to) {
                         self.save(&cur, em)?;
                     }
+                    // Whole seconds: one reading of the clock serves the batch.
+                    let started = now_f64() as i64;
                     for i in cur.idx..to {
                         let node = self.node_at(i)?;
                         let cx = self.cx(node, Object::new());
                         let thoughts = self.canvas.component(node).thoughts(&cx);
                         em.emit(EventKind::NodeStarted(NodeStarted {
                             inputs: Value::Null,
-                            created_at: now_f64() as i64,
+                            created_at: started,
                             component_id: node.shared.id.clone(),
                             component_name: node.shared.name.clone(),
                             component_type: node.shared.class.clone(),
@@ -421,8 +443,7 @@ impl<'a> Turn<'a> {
     fn all_instant(&self, from: usize, to: usize) -> bool {
         let st = lock(&self.shared.state);
         st.path[from..to.min(st.path.len())].iter().all(|id| {
-            self.canvas
-                .node(id)
+            self.node_of(id)
                 .is_some_and(|n| self.canvas.component(n).instant())
         })
     }

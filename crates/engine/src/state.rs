@@ -168,8 +168,9 @@ impl PartialEq for Touched {
     }
 }
 
-/// Maps up to this size are searched key by key: a node's outputs and inputs hold a
-/// few keys, and comparing them is cheaper than hashing the name with the map's SipHash.
+/// Maps up to this size are searched key by key: a node's outputs, inputs and parameters
+/// hold a few keys, and comparing them is cheaper than hashing the name with the map's
+/// SipHash.
 const SCAN_UP_TO: usize = 8;
 
 /// `map.get(name)`, scanning a small map instead of hashing.
@@ -331,7 +332,8 @@ impl RunState {
 
 #[cfg(test)]
 mod tests {
-    use super::{Object, key_get, key_get_mut, set_key, time_stopped};
+    use super::{Object, RunState, key_get, key_get_mut, set_key, time_stopped};
+    use serde_json::Value;
     use serde_json::json;
 
     /// Small maps are scanned, larger ones hashed: either way the answers are the
@@ -358,6 +360,29 @@ mod tests {
             assert_eq!(m.keys().next_back().map(String::as_str), Some("new"));
             assert_eq!(m.len(), size + 1);
         }
+    }
+
+    /// A component changed after a checkpoint forgot the marks is marked again, an
+    /// empty id is marked, and each component is recorded once.
+    #[test]
+    fn a_component_changed_after_a_checkpoint_is_marked_again() {
+        let mut st = RunState::default();
+        st.set_output("a", "x", Value::from(1));
+        st.set_output("a", "y", Value::from(2));
+        assert!(st.touched.has("a"));
+        st.touched.clear();
+        assert!(!st.touched.has("a"));
+        st.set_output("a", "x", Value::from(3));
+        assert!(st.touched.has("a"), "marked again after the checkpoint");
+        st.touched.clear();
+        st.set_output("", "x", Value::from(1));
+        assert!(st.touched.has(""), "an empty id is marked");
+        st.touched.clear();
+        st.set_output("b", "x", Value::from(1));
+        st.set_output("a", "x", Value::from(1));
+        st.set_output("b", "x", Value::from(1));
+        assert_eq!(st.touched.ids().count(), 2);
+        assert!(st.touched.has("a") && st.touched.has("b"));
     }
 
     #[test]
