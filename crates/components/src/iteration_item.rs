@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use std::borrow::Cow;
 
 use super::iteration::not_a_list;
+use canvas_engine::state::key_get;
 use canvas_engine::{BuildError, CResult, Component, ComponentError, NodeCx, Role};
 use canvas_pyrt::Object;
 
@@ -20,12 +21,16 @@ pub struct IterationItem;
 impl IterationItem {
     /// `output_collation`: append each body output named by the Iteration's `ref`s.
     fn collate(cx: &NodeCx<'_>, parent: &canvas_engine::Node) {
-        let Some(outs) = parent.params.get("outputs").and_then(Value::as_object) else {
+        let Some(outs) = key_get(&parent.params, "outputs").and_then(Value::as_object) else {
             return;
         };
         for child in cx.canvas().children_of(&parent.id) {
             for (name, def) in outs {
-                let Some(r) = def.get("ref").and_then(Value::as_str) else {
+                let Some(r) = def
+                    .as_object()
+                    .and_then(|d| key_get(d, "ref"))
+                    .and_then(Value::as_str)
+                else {
                     continue;
                 };
                 let Some((cid, var)) = r.split_once('@') else {
@@ -64,9 +69,7 @@ impl Component for IterationItem {
         let parent = cx.parent().ok_or_else(|| {
             ComponentError::Fatal("this IterationItem has no parent Iteration".into())
         })?;
-        let items_ref = parent
-            .params
-            .get("items_ref")
+        let items_ref = key_get(&parent.params, "items_ref")
             .and_then(Value::as_str)
             .unwrap_or("");
         let idx = cx.counter(cx.id());

@@ -57,24 +57,36 @@ pub fn string_format(text: &str, kv: &[(String, Value)]) -> String {
 
 /// `re.sub("[@:.]", "_", exp)`: the Jinja variable name standing for a reference.
 pub fn identifier(exp: &str) -> String {
-    // Sized once: collecting chars would grow the string several times.
+    // Sized once, and copied a run at a time between the (ASCII) bytes replaced: a
+    // merge makes its identifiers on every pass of a loop.
     let mut id = String::with_capacity(exp.len());
-    id.extend(
-        exp.chars()
-            .map(|c| if matches!(c, '@' | ':' | '.') { '_' } else { c }),
-    );
+    let mut from = 0;
+    for (i, b) in exp.bytes().enumerate() {
+        if matches!(b, b'@' | b':' | b'.') {
+            id.push_str(&exp[from..i]);
+            id.push('_');
+            from = i + 1;
+        }
+    }
+    id.push_str(&exp[from..]);
     id
 }
 
 /// True when a text uses Jinja syntax (`{% … %}`, `{{` or `}}`).
 pub fn has_jinja(text: &str) -> bool {
     // `(?s)\{%.*?%\}` matches when a `%}` follows the first `{%` (a later `{%` has
-    // fewer `%}` after it): found by two scans, without building the regex.
-    text.contains("{{")
-        || text.contains("}}")
-        || text
-            .find("{%")
-            .is_some_and(|i| text[i + 2..].contains("%}"))
+    // fewer `%}` after it, and the two may not overlap): one pass over the pairs of
+    // bytes, without building the regex.
+    let mut block_from = None;
+    for (i, pair) in text.as_bytes().windows(2).enumerate() {
+        match pair {
+            b"{{" | b"}}" => return true,
+            b"{%" if block_from.is_none() => block_from = Some(i + 2),
+            b"%}" if block_from.is_some_and(|from| i >= from) => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Instructions one Jinja render may run (minijinja's fuel). A render runs inside a
@@ -318,6 +330,18 @@ mod tests {
                     assert_eq!(at, want, "{text:?} {from:?}");
                 }
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// Identifiers replace `@`, `:` and `.` with `_`, whatever else the text holds.
+        #[test]
+        fn identifiers_replace_the_separators(exp in "[a@:.é_{} ]{0,16}") {
+            let want: String = exp
+                .chars()
+                .map(|c| if matches!(c, '@' | ':' | '.') { '_' } else { c })
+                .collect();
+            proptest::prop_assert_eq!(identifier(&exp), want);
         }
     }
 
