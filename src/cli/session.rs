@@ -888,7 +888,6 @@ struct Signals {
     /// Counts the signals, on a thread of its own (where the second one may do what a
     /// signal handler may not: draw, lock, exit).
     handle: Option<signal_hook::iterator::Handle>,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Signals {
@@ -900,11 +899,13 @@ impl Signals {
             .filter_map(|sig| signal_hook::flag::register(sig, Arc::clone(&flag)).ok())
             .collect();
         canvas_ui::terminal::remember_settings();
-        let (handle, thread) = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
+        // The thread is not joined: closing the handle ends its loop, and waiting for its
+        // teardown would only delay the end of the run.
+        let handle = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
             Ok(mut signals) => {
                 let handle = signals.handle();
                 let run_id = run_id.to_string();
-                let thread = std::thread::Builder::new()
+                let counting = std::thread::Builder::new()
                     .name("signals".into())
                     .spawn(move || {
                         for (n, _) in signals.forever().enumerate() {
@@ -920,19 +921,15 @@ impl Signals {
                             }
                         }
                     })
-                    .ok();
-                (Some(handle), thread)
+                    .is_ok();
+                counting.then_some(handle)
             }
             Err(e) => {
                 tracing::warn!(error = %e, "a second Ctrl-C will only stop at a node boundary");
-                (None, None)
+                None
             }
         };
-        Signals {
-            ids,
-            handle,
-            thread,
-        }
+        Signals { ids, handle }
     }
 }
 
@@ -943,9 +940,6 @@ impl Drop for Signals {
         }
         if let Some(h) = self.handle.take() {
             h.close();
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
         }
     }
 }
