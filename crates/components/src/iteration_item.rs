@@ -97,9 +97,11 @@ impl Component for IterationItem {
             cx.set_counter(cx.id(), -1);
             return Ok(());
         };
-        cx.set_output("item", item.clone());
-        cx.set_output("result", item);
-        cx.set_output("index", json!(idx));
+        cx.set_outputs([
+            ("item", item.clone()),
+            ("result", item),
+            ("index", json!(idx)),
+        ]);
         cx.set_counter(cx.id(), idx + 1);
         Ok(())
     }

@@ -110,7 +110,7 @@ impl StringTransform {
                     .join(delim),
                 other => stringify(other, &mut downloads),
             })?;
-            cx.set_input(&e.exp, json!(s));
+            cx.set_input(&e.exp, Value::String(s.clone()));
             refs.push(MergeRef {
                 raw: &e.raw,
                 exp: &e.exp,

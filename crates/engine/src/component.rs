@@ -341,6 +341,15 @@ impl<'a> NodeCx<'a> {
         lock(&self.shared.state).set_output(&self.node.id, name, v);
     }
 
+    /// Set several outputs, in order, under one lock and one lookup of the component.
+    pub fn set_outputs<const N: usize>(&self, outputs: [(&str, Value); N]) {
+        let mut st = lock(&self.shared.state);
+        let node = st.node_mut(&self.node.id);
+        for (name, v) in outputs {
+            set_key(&mut node.outputs, name, v);
+        }
+    }
+
     /// Record an input value (shown in `node_finished.inputs`).
     pub fn set_input(&self, name: &str, v: Value) {
         set_key(

@@ -967,9 +967,9 @@ impl<'a> Turn<'a> {
         // A node under way when the turn was stopped (a Loop, a batch not post-processed
         // yet): its start moves later by the time the turn was stopped, so that its
         // elapsed time counts only running time and start + elapsed is still its end.
-        let started = st
-            .nodes
-            .get(&node.id)
+        let started = (!self.stopped.is_empty())
+            .then(|| st.nodes.get(&node.id))
+            .flatten()
             .and_then(|n| key_get(&n.outputs, "_created_time"))
             .and_then(Value::as_f64);
         if let Some(created) = started {
@@ -978,6 +978,7 @@ impl<'a> Turn<'a> {
                 st.set_output(&node.id, "_created_time", json!(created + shift));
             }
         }
+        // Looked up once for the rest: inputs, outputs and error.
         let ns = st.nodes.get(&node.id);
         let recorded = ns.map(|n| &n.inputs);
         let get = |k: &str| {
@@ -1018,7 +1019,7 @@ impl<'a> Turn<'a> {
             component_id: node.shared.id.clone(),
             component_name: node.shared.name.clone(),
             component_type: node.shared.class.clone(),
-            error: st.error_of(&node.id),
+            error: ns.and_then(|n| n.error()),
             elapsed_time: now - created,
             created_at: created,
             usage: st.usage.nodes.get(&node.id).copied(),

@@ -29,6 +29,17 @@ pub struct NodeState {
     pub inputs: Object,
 }
 
+impl NodeState {
+    /// The `_ERROR` output, when set to a non-null value.
+    pub fn error(&self) -> Option<String> {
+        match key_get(&self.outputs, "_ERROR")? {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        }
+    }
+}
+
 /// The mutable state of one run (a RAGFlow session).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct RunState {
@@ -317,11 +328,7 @@ impl RunState {
 
     /// The `_ERROR` output of a component, when set to a non-null value.
     pub fn error_of(&self, cpn: &str) -> Option<String> {
-        match key_get(&self.nodes.get(cpn)?.outputs, "_ERROR")? {
-            Value::Null => None,
-            Value::String(s) => Some(s.clone()),
-            other => Some(other.to_string()),
-        }
+        self.nodes.get(cpn)?.error()
     }
 
     /// True when the component id exists in this run.
