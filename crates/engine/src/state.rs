@@ -340,8 +340,7 @@ impl RunState {
 #[cfg(test)]
 mod tests {
     use super::{Object, RunState, key_get, key_get_mut, set_key, time_stopped};
-    use serde_json::Value;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     /// Small maps are scanned, larger ones hashed: either way the answers are the
     /// map's own, and a set key keeps its place.
