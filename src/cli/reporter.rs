@@ -69,7 +69,7 @@ impl<'a> Reporter<'a> {
             output,
             writer,
             checkpoints,
-            chunks: ChunkBatch::new(),
+            chunks: writer.batch(),
             holding: false,
             gate: None,
             submitted: 0,

@@ -86,7 +86,7 @@ impl<'a> StoreSink<'a> {
             turn,
             writer,
             checkpoints,
-            chunks: ChunkBatch::new(),
+            chunks: writer.batch(),
             data: Vec::new(),
             failed: Arc::default(),
             watch: None,

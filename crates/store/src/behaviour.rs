@@ -692,6 +692,48 @@ fn writes_of_many_runs_are_committed_in_order_and_acknowledged(f: &Fixture) {
     }
 }
 
+fn batches_refill_written_chunks_and_every_event_is_stored_as_emitted(f: &Fixture) {
+    let store = f.store();
+    let rec = RunRecord::new("f", "{}");
+    store
+        .create_run_with_turn(&rec, TurnKind::Start, "", &json!({}))
+        .unwrap();
+    // Each write fills several whole chunks; from the second on, a batch's chunks are
+    // the buffers the writer gave back after the one before.
+    let line = |w: usize, i: usize| format!(r#"{{"content":"w{w} e{i} {}"}}"#, "x".repeat(900));
+    let mut first_buffers = Vec::new();
+    let mut refilled = 0;
+    std::thread::scope(|s| {
+        let w = writer::spawn_scoped(s, store);
+        for wi in 0..4 {
+            let mut batch = w.batch();
+            for i in 0..150 {
+                batch.append("m", 1, "message", &line(wi, i));
+            }
+            let mut write = RunWrite::new(rec.id.clone(), 1);
+            write.events = batch.take();
+            let ptrs: Vec<*const u8> = write.events.iter().map(|c| c.text.as_ptr()).collect();
+            if wi == 0 {
+                first_buffers = ptrs;
+            } else {
+                refilled += ptrs.iter().filter(|p| first_buffers.contains(p)).count();
+            }
+            w.submit_and_wait(write).unwrap();
+        }
+    });
+    assert!(
+        refilled > 0,
+        "later batches fill the buffers of written chunks"
+    );
+    let evs = store.events(&rec.id).unwrap();
+    assert_eq!(evs.len(), 600);
+    for (n, ev) in evs.iter().enumerate() {
+        let want: Value = serde_json::from_str(&line(n / 150, n % 150)).unwrap();
+        let got: Value = serde_json::from_str(ev).unwrap();
+        assert_eq!(got["data"], want, "event {n}");
+    }
+}
+
 fn one_failing_write_leaves_the_others_of_its_group_in(f: &Fixture) {
     let store = f.store();
     let rec = RunRecord::new("f", "{}");
@@ -928,6 +970,7 @@ on_both!(
     a_missing_large_value_is_a_corrupt_store_not_a_panic,
     eight_processes_share_one_store,
     writes_of_many_runs_are_committed_in_order_and_acknowledged,
+    batches_refill_written_chunks_and_every_event_is_stored_as_emitted,
     one_failing_write_leaves_the_others_of_its_group_in,
     prune_filters_by_age_status_and_keep,
     a_run_a_live_process_holds_is_never_pruned,

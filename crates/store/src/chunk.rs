@@ -5,7 +5,7 @@
 //! ([`canvas_engine::events::wire`]). Large values are cut out of the text first and
 //! kept once (`blobs`).
 
-use std::borrow::Cow;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use canvas_engine::events::wire::{self, Envelope};
 
@@ -82,19 +82,47 @@ impl EventChunk {
 
     /// The chunk's stored form: its large values cut out, the rest compressed.
     pub fn encode(&self) -> Encoded<'_> {
-        let split = blobs::split(&self.text);
-        let body = compress(
-            split
-                .as_ref()
-                .map_or(self.text.as_str(), |s| s.text.as_str()),
-        );
-        Encoded { body, split }
+        encode(&self.text)
     }
 }
 
 /// The most bytes of event lines a batch puts in one chunk (a single larger line gets a
 /// chunk of its own): each chunk is made once, at its final size.
 pub(crate) const CHUNK_BYTES: usize = 64 * 1024;
+
+/// Most emptied chunk buffers a [`ChunkPool`] keeps (1 MiB).
+const POOLED: usize = 16;
+
+/// Chunk buffers the writer has written, kept for the next batches to fill. A busy run
+/// keeps a few hundred kilobytes of events in flight; buffers that come back are
+/// memory already touched, where each page of a new one faults in on the running
+/// thread as it is first written (a few microseconds a page on a virtual machine).
+#[derive(Debug, Clone, Default)]
+pub struct ChunkPool(Arc<Mutex<Vec<String>>>);
+
+impl ChunkPool {
+    /// An empty buffer with room for a chunk, from the pool when it has one.
+    fn take(&self) -> String {
+        let pooled = self.0.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        pooled.unwrap_or_else(|| String::with_capacity(CHUNK_BYTES))
+    }
+
+    /// Keep the buffers of written `chunks` for reuse: a few, and only those of the
+    /// usual size (one grown for a single large event goes back to the allocator).
+    pub fn recycle(&self, chunks: impl IntoIterator<Item = EventChunk>) {
+        let mut pool = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        for c in chunks {
+            if pool.len() >= POOLED {
+                break;
+            }
+            if c.text.capacity() == CHUNK_BYTES {
+                let mut text = c.text;
+                text.clear();
+                pool.push(text);
+            }
+        }
+    }
+}
 
 /// The events gathered for a run's next write, in chunks of at most `CHUNK_BYTES` (64 KB).
 /// A busy run gathers hundreds of kilobytes between checkpoints: one buffer grown by
@@ -104,12 +132,22 @@ pub(crate) const CHUNK_BYTES: usize = 64 * 1024;
 #[derive(Debug, Default)]
 pub struct ChunkBatch {
     chunks: Vec<EventChunk>,
+    /// Where new chunks' buffers come from (none: the allocator).
+    pool: Option<ChunkPool>,
 }
 
 impl ChunkBatch {
     /// An empty batch.
     pub fn new() -> ChunkBatch {
         ChunkBatch::default()
+    }
+
+    /// An empty batch whose chunks reuse the buffers `pool` gets back.
+    pub fn pooled(pool: ChunkPool) -> ChunkBatch {
+        ChunkBatch {
+            chunks: Vec::new(),
+            pool: Some(pool),
+        }
     }
 
     /// Append one event: to the last chunk when it has the same envelope and room, else
@@ -125,8 +163,13 @@ impl ChunkBatch {
                 c.push(name, data);
             }
             _ => {
-                let mut c =
-                    EventChunk::with_capacity(message_id, created_at, CHUNK_BYTES.max(line));
+                let mut c = match &self.pool {
+                    Some(pool) if line <= CHUNK_BYTES => EventChunk {
+                        text: pool.take(),
+                        ..EventChunk::new(message_id, created_at)
+                    },
+                    _ => EventChunk::with_capacity(message_id, created_at, CHUNK_BYTES.max(line)),
+                };
                 c.push(name, data);
                 self.chunks.push(c);
             }
@@ -144,31 +187,46 @@ impl ChunkBatch {
     }
 }
 
-/// `chunks` with each run of neighbours that share an envelope joined into one chunk
-/// (the events in order): how a batch is stored.
-pub(crate) fn coalesce(chunks: &[EventChunk]) -> Vec<Cow<'_, EventChunk>> {
-    let mut out: Vec<Cow<'_, EventChunk>> = Vec::with_capacity(chunks.len());
-    for (i, c) in chunks.iter().enumerate() {
-        let same = |o: &EventChunk| o.message_id == c.message_id && o.created_at == c.created_at;
-        match out.last_mut() {
-            Some(last) if same(last) => {
-                let last = last.to_mut();
-                if last.text.capacity() - last.text.len() < c.text.len() {
-                    // Room for the whole run at once, not a doubling per chunk.
-                    let rest: usize = chunks[i..]
-                        .iter()
-                        .take_while(|o| same(o))
-                        .map(|o| o.text.len())
-                        .sum();
-                    last.text.reserve(rest);
+/// Most bytes a writer's join buffer keeps between writes (see [`each_joined`]).
+pub(crate) const JOIN_KEPT: usize = 4 << 20;
+
+/// Each run of neighbours in `chunks` that share an envelope, joined into one chunk (the
+/// events in order), given to `f` with the run's first chunk (its envelope) and event
+/// count: how a batch is stored. A lone chunk's text is given as it is; a run's is
+/// joined in `buf`, which the writer keeps from one write to the next, so that joining
+/// writes into memory already touched rather than a new buffer each time.
+pub(crate) fn each_joined<E>(
+    chunks: &[EventChunk],
+    buf: &mut String,
+    mut f: impl FnMut(&EventChunk, u32, &str) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    let runs = chunks.chunk_by(|a, b| a.message_id == b.message_id && a.created_at == b.created_at);
+    for run in runs {
+        let count = run.iter().map(|c| c.count).sum();
+        let text = match run {
+            [one] => one.text.as_str(),
+            _ => {
+                buf.clear();
+                buf.reserve(run.iter().map(|c| c.text.len()).sum());
+                for c in run {
+                    buf.push_str(&c.text);
                 }
-                last.text.push_str(&c.text);
-                last.count += c.count;
+                buf.as_str()
             }
-            _ => out.push(Cow::Borrowed(c)),
-        }
+        };
+        f(&run[0], count, text)?;
     }
-    out
+    if buf.capacity() > JOIN_KEPT {
+        *buf = String::new();
+    }
+    Ok(())
+}
+
+/// The stored form of a chunk's `text`: its large values cut out, the rest compressed.
+pub(crate) fn encode(text: &str) -> Encoded<'_> {
+    let split = blobs::split(text);
+    let body = compress(split.as_ref().map_or(text, |s| s.text.as_str()));
+    Encoded { body, split }
 }
 
 /// An [`EventChunk`] as the store writes it.
@@ -440,7 +498,50 @@ mod tests {
     }
 
     #[test]
-    fn coalescing_joins_neighbours_that_share_an_envelope() {
+    fn a_pooled_batch_fills_the_buffers_written_chunks_gave_back() {
+        let pool = ChunkPool::default();
+        let data = format!(r#"{{"content":"{}"}}"#, "x".repeat(1000));
+        let mut b = ChunkBatch::pooled(pool.clone());
+        for _ in 0..200 {
+            b.append("m1", 42, "message", &data);
+        }
+        let big = format!(r#"{{"content":"{}"}}"#, "y".repeat(2 * CHUNK_BYTES));
+        b.append("m1", 42, "message", &big);
+        let first = b.take();
+        assert_eq!(
+            first.iter().map(|c| c.count).collect::<Vec<_>>(),
+            [64, 64, 64, 8, 1],
+            "chunks as an unpooled batch makes them"
+        );
+        let buffers: Vec<*const u8> = first[..4].iter().map(|c| c.text.as_ptr()).collect();
+        pool.recycle(first);
+        // The four chunks of the usual size come back; the large line's does not.
+        let mut again = Vec::new();
+        for _ in 0..4 {
+            b.append("m2", 43, "message", &"z".repeat(CHUNK_BYTES - 20));
+            again.extend(b.take());
+        }
+        let mut reused: Vec<*const u8> = again.iter().map(|c| c.text.as_ptr()).collect();
+        reused.sort();
+        let mut want = buffers.clone();
+        want.sort();
+        assert_eq!(reused, want, "each returned buffer is filled again");
+        assert!(
+            again
+                .iter()
+                .all(|c| c.text.capacity() == CHUNK_BYTES && c.message_id == "m2" && c.count == 1),
+            "reused buffers hold only their new event"
+        );
+        // Emptied, and then a new buffer: the pool only holds what came back.
+        b.append("m3", 44, "message", "{}");
+        assert!(!buffers.contains(&b.take()[0].text.as_ptr()));
+        // It keeps a bounded number.
+        pool.recycle((0..3 * POOLED).map(|_| EventChunk::with_capacity("m", 1, CHUNK_BYTES)));
+        assert_eq!(pool.0.lock().unwrap().len(), POOLED);
+    }
+
+    #[test]
+    fn joining_joins_neighbours_that_share_an_envelope() {
         let chunk = |m: &str, at: i64, lines: &[&str]| {
             let mut c = EventChunk::new(m, at);
             for l in lines {
@@ -456,24 +557,47 @@ mod tests {
             chunk("m2", 2, &["f"]),
             chunk("m2", 2, &["g"]),
         ];
-        let joined = coalesce(&chunks);
+        let joined = |chunks: &[EventChunk], buf: &mut String| {
+            let mut out = Vec::new();
+            each_joined(chunks, buf, |first, count, text| {
+                let lone = std::ptr::eq(text, first.text.as_str());
+                out.push((
+                    EventChunk {
+                        count,
+                        text: text.to_string(),
+                        ..first.clone()
+                    },
+                    lone,
+                ));
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+            out
+        };
+        // A buffer left with another write's text is cleared before it is used.
+        let mut buf = "left from before\n".to_string();
+        let got = joined(&chunks, &mut buf);
         let want = [
             chunk("m1", 1, &["a", "b", "c", "d"]),
             chunk("m1", 2, &["e"]),
             chunk("m2", 2, &["f", "g"]),
         ];
+        assert_eq!(got.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>(), want);
         assert_eq!(
-            joined
-                .iter()
-                .map(|c| c.as_ref().clone())
-                .collect::<Vec<_>>(),
-            want
-        );
-        assert!(
-            matches!(joined[1], Cow::Borrowed(_)),
+            got.iter().map(|(_, lone)| *lone).collect::<Vec<_>>(),
+            [false, true, false],
             "a lone chunk is not copied"
         );
-        assert!(coalesce(&[]).is_empty());
+        assert!(joined(&[], &mut buf).is_empty());
+        // A join of more than the buffer may keep is not kept for the next write.
+        let big = "x".repeat(JOIN_KEPT);
+        let large = [chunk("m", 1, &[&big]), chunk("m", 1, &["y"])];
+        assert_eq!(joined(&large, &mut buf)[0].0.count, 2);
+        assert_eq!(
+            buf.capacity(),
+            0,
+            "a buffer over {JOIN_KEPT} bytes is let go"
+        );
     }
 
     #[test]

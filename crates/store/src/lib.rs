@@ -50,7 +50,7 @@ pub use batch::{
 };
 pub use blocking::{blocking, call};
 pub use checkpoint::{CheckpointWrite, Checkpointer};
-pub use chunk::{ChunkBatch, Encoded, EventChunk, StoredChunk};
+pub use chunk::{ChunkBatch, ChunkPool, Encoded, EventChunk, StoredChunk};
 pub use delta::{CursorDelta, Delta, apply, diff};
 pub use lease::holder as lease_holder;
 pub use postgres::{PG_SCHEMA_VERSION, PgStore, PgUrl};

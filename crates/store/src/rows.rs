@@ -149,18 +149,22 @@ pub(crate) struct TurnEndRow<'a> {
 /// chunks numbered after the stored ones, its checkpoint (refused unless it follows
 /// the newest stored one), and how the turn ended. Returns the checkpoint bytes
 /// written. The run's row is not touched per checkpoint, only by a turn's end.
-pub(crate) fn write_run(rows: &mut impl Rows, w: &RunWrite) -> Result<u64> {
+/// `joined` is the writer's buffer for joining chunks ([`chunk::each_joined`]).
+pub(crate) fn write_run(rows: &mut impl Rows, w: &RunWrite, joined: &mut String) -> Result<u64> {
     let run_id = w.run_id.as_str();
     if !rows.run_exists(run_id)? {
         return Err(StoreError::NotFound(run_id.to_string()));
     }
     let mut next: Option<i64> = None;
-    for c in chunk::coalesce(&w.events).iter().filter(|c| !c.is_empty()) {
+    chunk::each_joined(&w.events, joined, |first, count, text| {
+        if count == 0 {
+            return Ok(());
+        }
         let seq = match next {
             Some(n) => n,
             None => rows.last_event_seq(run_id)? + 1,
         };
-        let encoded = c.encode();
+        let encoded = chunk::encode(text);
         let cuts = match &encoded.split {
             Some(s) => Some(keep_blobs(rows, run_id, s)?),
             None => None,
@@ -170,15 +174,16 @@ pub(crate) fn write_run(rows: &mut impl Rows, w: &RunWrite) -> Result<u64> {
             turn: w.turn,
             chunk: StoredChunk {
                 seq,
-                n: i64::from(c.count),
-                message_id: &c.message_id,
-                created_at: c.created_at,
+                n: i64::from(count),
+                message_id: &first.message_id,
+                created_at: first.created_at,
                 body: &encoded.body,
                 cuts: cuts.as_deref(),
             },
         })?;
-        next = Some(seq + i64::from(c.count));
-    }
+        next = Some(seq + i64::from(count));
+        Ok(())
+    })?;
     let mut bytes = 0;
     if let Some(cp) = &w.checkpoint {
         let last = rows.last_checkpoint_seq(run_id)?;

@@ -7,7 +7,7 @@
 use std::sync::mpsc;
 use std::thread;
 
-use super::{Result, RunWrite, Store, StoreError};
+use super::{ChunkBatch, ChunkPool, Result, RunWrite, Store, StoreError};
 
 /// Most writes committed in one transaction.
 const MAX_GROUP: usize = 256;
@@ -26,6 +26,8 @@ struct Job {
 #[derive(Clone)]
 pub struct WriterHandle {
     tx: mpsc::Sender<Job>,
+    /// The buffers of the event chunks the writer has written, back for reuse.
+    pool: ChunkPool,
 }
 
 impl WriterHandle {
@@ -35,6 +37,11 @@ impl WriterHandle {
         if let Err(mpsc::SendError(job)) = self.tx.send(Job { write, done }) {
             (job.done)(Err(StoreError::WriterGone));
         }
+    }
+
+    /// An empty batch of events whose chunks reuse the buffers of chunks written before.
+    pub fn batch(&self) -> ChunkBatch {
+        ChunkBatch::pooled(self.pool.clone())
     }
 
     /// Queue `write` and wait until it is durable.
@@ -56,20 +63,24 @@ pub fn spawn_scoped<'scope, 'env>(
     store: &'env dyn Store,
 ) -> WriterHandle {
     let (tx, rx) = mpsc::channel();
-    scope.spawn(move || run(store, &rx));
-    WriterHandle { tx }
+    let pool = ChunkPool::default();
+    let back = pool.clone();
+    scope.spawn(move || run(store, &rx, &back));
+    WriterHandle { tx, pool }
 }
 
 /// Start a writer on a shared `store` in a thread of its own; it ends, after committing
 /// what was queued, when every handle is dropped (join it to wait for that).
 pub fn spawn(store: std::sync::Arc<dyn Store>) -> (WriterHandle, thread::JoinHandle<()>) {
     let (tx, rx) = mpsc::channel();
-    let join = thread::spawn(move || run(store.as_ref(), &rx));
-    (WriterHandle { tx }, join)
+    let pool = ChunkPool::default();
+    let back = pool.clone();
+    let join = thread::spawn(move || run(store.as_ref(), &rx, &back));
+    (WriterHandle { tx, pool }, join)
 }
 
 /// The writer's loop: commit what is queued, in groups, until every handle is gone.
-fn run(store: &dyn Store, rx: &mpsc::Receiver<Job>) {
+fn run(store: &dyn Store, rx: &mpsc::Receiver<Job>, pool: &ChunkPool) {
     while let Ok(first) = rx.recv() {
         let mut jobs = vec![first];
         while jobs.len() < MAX_GROUP {
@@ -80,7 +91,10 @@ fn run(store: &dyn Store, rx: &mpsc::Receiver<Job>) {
         }
         let (writes, dones): (Vec<RunWrite>, Vec<Done>) =
             jobs.into_iter().map(|j| (j.write, j.done)).unzip();
-        match store.write(&writes) {
+        let written = store.write(&writes);
+        // Before the callbacks: a run that waited on this write finds its buffers back.
+        pool.recycle(writes.into_iter().flat_map(|w| w.events));
+        match written {
             Ok(results) => {
                 let mut results = results.into_iter();
                 for done in dones {
@@ -105,7 +119,10 @@ mod tests {
     fn a_write_after_the_writer_stopped_fails_at_once() {
         let (tx, rx) = mpsc::channel();
         drop(rx);
-        let w = WriterHandle { tx };
+        let w = WriterHandle {
+            tx,
+            pool: ChunkPool::default(),
+        };
         let e = w.submit_and_wait(RunWrite::new("x", 1)).unwrap_err();
         assert!(matches!(e, StoreError::WriterGone), "{e}");
     }

@@ -768,6 +768,8 @@ impl Store for PgStore {
         let ctx = "committing a group of writes";
         let mut c = self.pool.get()?;
         let mut tries = 0;
+        // Chunks are joined here, in one buffer for the group.
+        let mut joined = String::new();
         loop {
             tries += 1;
             let mut tx = c.transaction().map_err(|e| pg_err(ctx, e))?;
@@ -775,7 +777,7 @@ impl Store for PgStore {
             let mut bytes = 0;
             for w in writes {
                 let mut sp = tx.savepoint("canvas_write").map_err(|e| pg_err(ctx, e))?;
-                let r = rows::write_run(&mut PgRows::new(&mut sp, "committing"), w);
+                let r = rows::write_run(&mut PgRows::new(&mut sp, "committing"), w, &mut joined);
                 let r = match r {
                     Ok(written) => {
                         sp.commit().map_err(|e| pg_err(ctx, e))?;

@@ -62,6 +62,8 @@ pub(crate) struct Inner {
     pub(crate) conn: Connection,
     /// Checkpoint bytes (as stored) written by this store.
     checkpoint_bytes: u64,
+    /// The writes' buffer for joining event chunks, kept from one write to the next.
+    joined: String,
 }
 
 /// What an operation was, for error messages (formatted only on error).
@@ -181,6 +183,7 @@ impl SqliteStore {
         let inner = Inner {
             conn,
             checkpoint_bytes: 0,
+            joined: String::new(),
         };
         Ok(Some(SqliteStore {
             inner: Mutex::new(inner),
@@ -245,6 +248,7 @@ impl SqliteStore {
         let inner = Inner {
             conn,
             checkpoint_bytes: 0,
+            joined: String::new(),
         };
         Ok(SqliteStore {
             inner: Mutex::new(inner),
@@ -685,6 +689,7 @@ impl Store for SqliteStore {
         let Inner {
             conn,
             checkpoint_bytes,
+            joined,
         } = &mut *g;
         let mut tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -693,7 +698,7 @@ impl Store for SqliteStore {
         let mut bytes = 0;
         for w in writes {
             let mut sp = tx.savepoint().map_err(|e| op.err(e))?;
-            let r = rows::write_run(&mut SqliteRows::new(&sp, "committing"), w);
+            let r = rows::write_run(&mut SqliteRows::new(&sp, "committing"), w, joined);
             let r = match r {
                 Ok(written) => {
                     sp.commit().map_err(|e| op.err(e))?;
