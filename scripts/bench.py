@@ -127,6 +127,7 @@ for line in sys.stdin:
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - t0
     print(json.dumps({"wall": wall, "rss_kib": usage.ru_maxrss,
+                      "cpu": usage.ru_utime + usage.ru_stime, "faults": usage.ru_minflt,
                       "code": os.waitstatus_to_exitcode(status)}), flush=True)
 """
 
@@ -139,7 +140,8 @@ class Spawner:
                                   stdout=subprocess.PIPE, text=True)
 
     def run(self, argv, cwd, out, err):
-        """Run argv to completion; returns {"wall": s, "rss_kib": KiB, "code": exit code}."""
+        """Run argv to completion; returns {"wall": s, "rss_kib": KiB, "cpu": s (user + system),
+        "faults": minor page faults, "code": exit code}."""
         self.p.stdin.write(json.dumps({"argv": argv, "cwd": cwd, "out": out, "err": err}) + "\n")
         self.p.stdin.flush()
         line = self.p.stdout.readline()
@@ -200,14 +202,15 @@ def run_once(spawner, binary, args, d, fresh):
         counts[ev] = counts.get(ev, 0) + 1
     with open(err_path, encoding="utf-8", errors="replace") as f:
         stderr = f.read()
-    return {"wall": m["wall"], "rss_kib": m["rss_kib"], "code": m["code"], "bytes": len(data),
+    return {"wall": m["wall"], "rss_kib": m["rss_kib"], "cpu": m["cpu"], "faults": m["faults"],
+            "code": m["code"], "bytes": len(data),
             "lines": data.count(b"\n"), "bad": bad, "events": sum(counts.values()),
             "counts": counts, "stderr": stderr}
 
 
 def bench(spawner, name, binary, args, d, runs, warmup, expected_events, errors, fresh):
     """Warm-up plus counted runs of one bench; every run is checked. Returns the summary."""
-    walls, rss, last, stored = [], [], None, 0
+    walls, rss, cpu, faults, last, stored = [], [], [], [], None, 0
     remove_store(d)
     for i in range(warmup + runs):
         r = run_once(spawner, binary, args, d, fresh)
@@ -225,10 +228,13 @@ def bench(spawner, name, binary, args, d, runs, warmup, expected_events, errors,
         if i >= warmup:
             walls.append(r["wall"])
             rss.append(r["rss_kib"] / 1024)
+            cpu.append(r["cpu"])
+            faults.append(r["faults"])
         last = r
     return {"name": name, "median_s": statistics.median(walls), "min_s": min(walls),
             "max_s": max(walls), "walls_s": walls, "rss_mib_median": statistics.median(rss),
-            "rss_mib_max": max(rss), "events": last["events"], "bytes": last["bytes"],
+            "rss_mib_max": max(rss), "cpu_s_median": statistics.median(cpu),
+            "faults_median": statistics.median(faults), "events": last["events"], "bytes": last["bytes"],
             "lines": last["lines"], "nodes": last["counts"].get("node_finished", 0),
             "messages": last["counts"].get("message", 0),
             "command": shlex.join([binary] + args), "cwd": d,
@@ -355,6 +361,12 @@ def report(results, baselines, table, peak_mb, binary, version, floor, fresh):
             vs = f"{peak_mb / mb:.1f}× less" if peak_mb else "n/a"
             print(f"{r['name']}: peak RSS median {r['rss_mib_median']:.1f} MiB, max {r['rss_mib_max']:.1f} MiB "
                   f"({mb:.1f} MB) vs RAGFlow {peak_mb if peak_mb else 'n/a'} MB: {vs}")
+    # CPU time and page faults move less than wall time when other work shares the
+    # machine: a change that cuts work shows there first.
+    print("\nCPU (user + system, both cores) and minor page faults a run, medians:")
+    for r in results + list(baselines.values()):
+        print(f"  {r['name']}: {r['cpu_s_median'] * 1000:.1f} ms CPU, {r['faults_median']:.0f} page faults")
+    print()
     for r in results:
         if r.get("store_bytes_per_event"):
             print(f"{r['name']}: store {r['store_bytes'] / 1e6:.2f} MB for {r['stored_events']} events: "
