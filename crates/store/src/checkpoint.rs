@@ -93,13 +93,29 @@ impl Checkpointer {
             let small = b.deltas < MAX_DELTAS && b.delta_bytes + json.len() <= b.full_bytes;
             // A delta that does not apply (it always should) falls back to a snapshot,
             // which replaces the base whatever state applying left it in.
-            if small && apply(&mut b.state, d).is_ok() {
+            let applied = apply(&mut b.state, d).is_ok();
+            if applied && small {
                 b.deltas += 1;
                 b.delta_bytes += json.len();
                 self.seq += 1;
                 return Ok(Some(CheckpointWrite {
                     seq: self.seq,
                     full: false,
+                    json,
+                }));
+            }
+            if applied {
+                // A snapshot is due, and the base has caught up by the delta: no copy
+                // of the whole state (its globals, a run's large variables among them,
+                // and every node's id), most of which the steps since left alone.
+                let json = to_json(next)?;
+                b.full_bytes = json.len();
+                b.delta_bytes = 0;
+                b.deltas = 0;
+                self.seq += 1;
+                return Ok(Some(CheckpointWrite {
+                    seq: self.seq,
+                    full: true,
                     json,
                 }));
             }
@@ -131,7 +147,7 @@ fn to_json<T: serde::Serialize + ?Sized>(v: &T) -> Result<String> {
 mod tests {
     use super::*;
     use crate::delta::Delta;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn step(s: &mut RunState, i: i64) {
         s.globals_mut().insert("env.i".into(), json!(i));
@@ -187,6 +203,53 @@ mod tests {
         assert_eq!(cp.state(), Some(&s));
         assert_eq!(cp.plan(&s).unwrap(), None, "unchanged: nothing to write");
         assert_eq!(cp.seq(), 5);
+    }
+
+    /// A snapshot after deltas brings the base up to date by the last delta: a large
+    /// variable no step touched is not copied again, and the state is still the run's.
+    #[test]
+    fn a_snapshot_after_deltas_keeps_what_did_not_change() {
+        let mut cp = Checkpointer::new();
+        let mut s = RunState::default();
+        let items: Vec<Value> = (0..2000).map(|i| json!(format!("it{i}"))).collect();
+        s.globals.insert("env.items".into(), Value::Array(items));
+        assert!(cp.plan(&s).unwrap().unwrap().full);
+        s.touched.clear();
+        let held = |cp: &Checkpointer| {
+            cp.state().unwrap().globals["env.items"]
+                .as_array()
+                .unwrap()
+                .as_ptr()
+        };
+        let first = held(&cp);
+        let (mut fulls, mut rebuilt) = (0, None::<RunState>);
+        for i in 0..3000 {
+            s.set_global("env.count", json!(i));
+            s.path.push(format!("VariableAssigner:{i}").into());
+            let w = cp.plan(&s).unwrap().unwrap();
+            s.touched.clear();
+            if w.full {
+                fulls += 1;
+                rebuilt = Some(serde_json::from_str(&w.json).unwrap());
+            } else if let Some(r) = rebuilt.as_mut() {
+                apply(r, serde_json::from_str(&w.json).unwrap()).unwrap();
+            }
+        }
+        assert!(
+            fulls >= 2,
+            "{fulls} snapshots: the test needs the path to outgrow them"
+        );
+        assert_eq!(
+            held(&cp),
+            first,
+            "the untouched variable is the base's own, not a copy"
+        );
+        assert_eq!(cp.state(), Some(&s));
+        assert_eq!(
+            rebuilt.as_ref(),
+            Some(&s),
+            "the stored snapshot and deltas give the state"
+        );
     }
 
     #[test]
