@@ -649,17 +649,18 @@ fn one_of_many_racing_for_a_lease_gets_it(f: &Fixture) {
 
 // ---- the writer thread ----
 
+/// A new run stored with its first turn started, for the writer's tests to write to.
+fn started_run(store: &dyn Store) -> RunRecord {
+    let rec = RunRecord::new("f", "{}");
+    store
+        .create_run_with_turn(&rec, TurnKind::Start, "", &json!({}))
+        .unwrap();
+    rec
+}
+
 fn writes_of_many_runs_are_committed_in_order_and_acknowledged(f: &Fixture) {
     let store = f.store();
-    let ids: Vec<String> = (0..4)
-        .map(|_| {
-            let rec = RunRecord::new("f", "{}");
-            store
-                .create_run_with_turn(&rec, TurnKind::Start, "", &json!({}))
-                .unwrap();
-            rec.id
-        })
-        .collect();
+    let ids: Vec<String> = (0..4).map(|_| started_run(store).id).collect();
     let acked = Arc::new(Mutex::new(Vec::new()));
     std::thread::scope(|s| {
         let w = writer::spawn_scoped(s, store);
@@ -694,10 +695,7 @@ fn writes_of_many_runs_are_committed_in_order_and_acknowledged(f: &Fixture) {
 
 fn batches_refill_written_chunks_and_every_event_is_stored_as_emitted(f: &Fixture) {
     let store = f.store();
-    let rec = RunRecord::new("f", "{}");
-    store
-        .create_run_with_turn(&rec, TurnKind::Start, "", &json!({}))
-        .unwrap();
+    let rec = started_run(store);
     // Each write fills several whole chunks; from the second on, a batch's chunks are
     // the buffers the writer gave back after the one before.
     let line = |w: usize, i: usize| format!(r#"{{"content":"w{w} e{i} {}"}}"#, "x".repeat(900));
@@ -736,10 +734,7 @@ fn batches_refill_written_chunks_and_every_event_is_stored_as_emitted(f: &Fixtur
 
 fn one_failing_write_leaves_the_others_of_its_group_in(f: &Fixture) {
     let store = f.store();
-    let rec = RunRecord::new("f", "{}");
-    store
-        .create_run_with_turn(&rec, TurnKind::Start, "", &json!({}))
-        .unwrap();
+    let rec = started_run(store);
     let mut good = RunWrite::new(rec.id.clone(), 1);
     let mut c = EventChunk::new("m", 1);
     c.push("message", "{}");
