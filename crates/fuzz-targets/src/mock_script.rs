@@ -29,7 +29,7 @@ pub fn mock_script(data: &[u8]) {
     };
     let model = MockModel::new(script);
     for _ in 0..2 {
-        answer(&model.deltas(&req));
+        answer(&model.deltas(&req).collect::<Vec<_>>());
     }
 }
 

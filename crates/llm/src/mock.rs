@@ -241,34 +241,21 @@ impl MockScript {
             Some(d) => d.clone(),
         })
     }
-
-    /// Split an answer into streamed chunks.
-    fn chunks(&self, text: &str) -> Vec<String> {
-        match self.chunk {
-            Chunking::Whole => vec![text.to_string()],
-            Chunking::Char => text.chars().map(String::from).collect(),
-            Chunking::Word => words(text).map(str::to_string).collect(),
-        }
-    }
 }
 
-/// Word chunks, as the regex `\S+\s*|\s+` finds them: a run of non-space characters
-/// with the white space after it (white space that starts the text is a chunk of its
-/// own). Scanned by hand: compiling that regex took a millisecond of every run.
-fn words(text: &str) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let word = rest.find(char::is_whitespace).unwrap_or(rest.len());
-        let end = rest[word..]
-            .find(|c: char| !c.is_whitespace())
-            .map_or(rest.len(), |n| word + n);
-        let (chunk, tail) = rest.split_at(end);
-        rest = tail;
-        Some(chunk)
-    })
+/// The length of the first word chunk of `rest`, as the regex `\S+\s*|\s+` finds it: a
+/// run of non-space characters with the white space after it (white space that starts
+/// the text is a chunk of its own); `None` when `rest` is empty. Scanned by hand:
+/// compiling that regex took a millisecond of every run.
+fn next_word(rest: &str) -> Option<usize> {
+    if rest.is_empty() {
+        return None;
+    }
+    let word = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    let end = rest[word..]
+        .find(|c: char| !c.is_whitespace())
+        .map_or(rest.len(), |n| word + n);
+    Some(end)
 }
 
 /// The mock as a [`ChatModel`].
@@ -289,25 +276,29 @@ impl MockModel {
     }
 
     /// What one call streams, in order, without the script's pauses: the answer's
-    /// chunks (or its tool calls), then the usage.
-    pub fn deltas(&self, req: &ChatRequest) -> Vec<Delta> {
+    /// chunks (or its tool calls), then the usage. Each chunk is cut from the answer
+    /// when it is taken, so a long answer is not held twice, once as chunks.
+    pub fn deltas(&self, req: &ChatRequest) -> MockAnswer {
         let prompt_tokens = req
             .messages
             .iter()
             .map(|m| count_tokens(&m.text_content()))
             .sum();
-        let (mut deltas, completion) = match self.script.answer(req) {
+        match self.script.answer(req) {
             Answer::Text(text) => {
-                let tokens = count_tokens(&text);
                 // The answer is the model's raw text, `<think>` tags and `**ERROR**`
                 // included: RAGFlow's post-processing treats it as a provider's text.
-                let deltas: Vec<Delta> = self
-                    .script
-                    .chunks(&text)
-                    .into_iter()
-                    .map(Delta::Text)
-                    .collect();
-                (deltas, tokens)
+                let completion_tokens = count_tokens(&text);
+                MockAnswer {
+                    text,
+                    at: 0,
+                    chunking: self.script.chunk,
+                    calls: None,
+                    usage: Some(Usage {
+                        prompt_tokens,
+                        completion_tokens,
+                    }),
+                }
             }
             Answer::Tools(calls) => {
                 let calls: Vec<ToolCall> = calls
@@ -318,18 +309,66 @@ impl MockModel {
                         arguments: c.arguments,
                     })
                     .collect();
-                let tokens = calls
+                let completion_tokens = calls
                     .iter()
                     .map(|c| count_tokens(&c.name) + count_tokens(&c.arguments.to_string()))
                     .sum();
-                (vec![Delta::ToolCalls(calls)], tokens)
+                MockAnswer {
+                    text: String::new(),
+                    at: usize::MAX,
+                    chunking: self.script.chunk,
+                    calls: Some(calls),
+                    usage: Some(Usage {
+                        prompt_tokens,
+                        completion_tokens,
+                    }),
+                }
             }
-        };
-        deltas.push(Delta::Usage(Usage {
-            prompt_tokens,
-            completion_tokens: completion,
-        }));
-        deltas
+        }
+    }
+}
+
+/// One call's answer as it streams: the text's chunks (or the tool calls), then the
+/// usage.
+#[derive(Debug)]
+pub struct MockAnswer {
+    text: String,
+    /// Where the next chunk starts (`usize::MAX` once the text is sent).
+    at: usize,
+    chunking: Chunking,
+    calls: Option<Vec<ToolCall>>,
+    usage: Option<Usage>,
+}
+
+impl Iterator for MockAnswer {
+    type Item = Delta;
+
+    fn next(&mut self) -> Option<Delta> {
+        if let Some(calls) = self.calls.take() {
+            return Some(Delta::ToolCalls(calls));
+        }
+        if self.at <= self.text.len() {
+            let rest = &self.text[self.at..];
+            let end = match self.chunking {
+                // The whole answer, an empty one included, is one chunk.
+                Chunking::Whole => Some(rest.len()),
+                Chunking::Char => rest.chars().next().map(char::len_utf8),
+                Chunking::Word => next_word(rest),
+            };
+            match end {
+                Some(n) => {
+                    let chunk = rest[..n].to_string();
+                    self.at = if n == rest.len() {
+                        usize::MAX
+                    } else {
+                        self.at + n
+                    };
+                    return Some(Delta::Text(chunk));
+                }
+                None => self.at = usize::MAX,
+            }
+        }
+        self.usage.take().map(Delta::Usage)
     }
 }
 
@@ -340,21 +379,18 @@ impl ChatModel for MockModel {
         let (delay, gap) = (self.script.delay, self.script.chunk_delay);
         if delay.is_zero() && gap.is_zero() {
             // No pauses: the chunks as they are, without a future made for each.
-            return Ok(Box::pin(futures::stream::iter(deltas.into_iter().map(Ok))));
+            return Ok(Box::pin(futures::stream::iter(deltas.map(Ok))));
         }
-        let stream = futures::stream::unfold(
-            (deltas.into_iter(), true),
-            move |(mut rest, first)| async move {
-                let next = rest.next()?;
-                let wait = if first { delay } else { gap };
-                // No pause before the closing usage: it is not a chunk.
-                let closing = matches!(next, Delta::Usage(_)) && !first;
-                if !wait.is_zero() && !closing {
-                    tokio::time::sleep(wait).await;
-                }
-                Some((Ok(next), (rest, false)))
-            },
-        );
+        let stream = futures::stream::unfold((deltas, true), move |(mut rest, first)| async move {
+            let next = rest.next()?;
+            let wait = if first { delay } else { gap };
+            // No pause before the closing usage: it is not a chunk.
+            let closing = matches!(next, Delta::Usage(_)) && !first;
+            if !wait.is_zero() && !closing {
+                tokio::time::sleep(wait).await;
+            }
+            Some((Ok(next), (rest, false)))
+        });
         Ok(Box::pin(stream))
     }
 }
@@ -426,7 +462,13 @@ mod tests {
         ];
         for t in texts {
             let want: Vec<&str> = re.find_iter(t).map(|m| m.as_str()).collect();
-            assert_eq!(words(t).collect::<Vec<_>>(), want, "{t:?}");
+            let mut got = Vec::new();
+            let mut rest = t;
+            while let Some(n) = next_word(rest) {
+                got.push(&rest[..n]);
+                rest = &rest[n..];
+            }
+            assert_eq!(got, want, "{t:?}");
         }
     }
     #[test]
@@ -473,6 +515,41 @@ mod tests {
             "ECHO: hi there"
         );
         assert_eq!(text(&answer(r#"{"chunk": "char"}"#, &r)).len(), 14);
+    }
+
+    /// Each chunking cuts the answer as it says, empty answers included, with or
+    /// without pauses, and the usage comes last with the answer's token count.
+    #[test]
+    fn answers_stream_in_the_scripted_chunks_then_the_usage() {
+        let re = Regex::new(r"\S+\s*|\s+").unwrap();
+        for answer_text in ["", " ", "a", "two  words\n", "é\u{3000}日本 x", "  lead"] {
+            let words: Vec<String> = re
+                .find_iter(answer_text)
+                .map(|m| m.as_str().to_string())
+                .collect();
+            let chars: Vec<String> = answer_text.chars().map(String::from).collect();
+            let cases = [
+                ("word", words),
+                ("char", chars),
+                ("whole", vec![answer_text.to_string()]),
+            ];
+            for (chunk, want) in cases {
+                for pause in ["", r#", "chunk_delay_ms": 1"#] {
+                    let script = format!(
+                        r#"{{"default": {}, "chunk": "{chunk}"{pause}}}"#,
+                        serde_json::to_string(answer_text).unwrap()
+                    );
+                    let d = answer(&script, &req("", "q"));
+                    assert_eq!(text(&d), want, "{script}");
+                    assert_eq!(d.len(), want.len() + 1, "{script}");
+                    assert!(
+                        matches!(d.last(), Some(Delta::Usage(u))
+                            if u.completion_tokens == count_tokens(answer_text)),
+                        "{script}: {d:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
