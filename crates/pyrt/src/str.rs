@@ -57,9 +57,8 @@ pub fn py_repr_str(s: &str) -> String {
     out
 }
 
-/// [`py_repr_str`], appended to `out`. Every character it escapes is ASCII, so the
-/// text between them is copied as it is, a run at a time (a long answer's repr was a
-/// character at a time).
+/// [`py_repr_str`], appended to `out`. The text between escapes is copied as it is, a
+/// run at a time (a long answer's repr was a character at a time).
 fn write_repr_str(s: &str, out: &mut String) {
     let quote = if s.contains('\'') && !s.contains('"') {
         b'"'
@@ -68,37 +67,78 @@ fn write_repr_str(s: &str, out: &mut String) {
     };
     out.reserve(s.len() + 2);
     out.push(char::from(quote));
+    let bytes = s.as_bytes();
     let mut copied = 0;
-    for (i, &b) in s.as_bytes().iter().enumerate() {
-        let escape = match b {
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            b if b == quote => {
-                if quote == b'"' {
-                    "\\\""
-                } else {
-                    "\\'"
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b.is_ascii() {
+            let escape = match b {
+                b'\\' => "\\\\",
+                b'\n' => "\\n",
+                b'\r' => "\\r",
+                b'\t' => "\\t",
+                b if b == quote && quote == b'"' => "\\\"",
+                b if b == quote => "\\'",
+                b if b < 0x20 || b == 0x7f => "",
+                _ => {
+                    i += 1;
+                    continue;
                 }
+            };
+            out.push_str(&s[copied..i]);
+            if escape.is_empty() {
+                push_hex_escape(u32::from(b), out);
+            } else {
+                out.push_str(escape);
             }
-            b if b < 0x20 || b == 0x7f => "",
-            _ => continue,
-        };
-        // `i` is at an ASCII byte: a character boundary.
-        out.push_str(&s[copied..i]);
-        copied = i + 1;
-        if escape.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.push_str("\\x");
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0xf)]));
-        } else {
-            out.push_str(escape);
+            i += 1;
+            copied = i;
+            continue;
         }
+        // `i` is at a character boundary: ASCII bytes step by one, others by their length.
+        let Some(c) = s[i..].chars().next() else {
+            break;
+        };
+        let next = i + c.len_utf8();
+        if !printable(c) {
+            out.push_str(&s[copied..i]);
+            push_hex_escape(u32::from(c), out);
+            copied = next;
+        }
+        i = next;
     }
     out.push_str(&s[copied..]);
     out.push(char::from(quote));
+}
+
+/// Python's `str.isprintable()` for a character outside ASCII: what `repr` leaves as
+/// it is. Control, format, private-use, unassigned and separator characters (the
+/// no-break space among them) are escaped.
+fn printable(c: char) -> bool {
+    use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory};
+    !matches!(
+        c.general_category(),
+        G::Control
+            | G::Format
+            | G::Surrogate
+            | G::PrivateUse
+            | G::Unassigned
+            | G::SpaceSeparator
+            | G::LineSeparator
+            | G::ParagraphSeparator
+    )
+}
+
+/// `\xhh`, `\uhhhh` or `\Uhhhhhhhh`, as `repr` escapes a character (lower-case hex).
+fn push_hex_escape(code: u32, out: &mut String) {
+    use std::fmt::Write;
+    // Writing to a String cannot fail.
+    let _ = match code {
+        0..=0xff => write!(out, "\\x{code:02x}"),
+        0x100..=0xffff => write!(out, "\\u{code:04x}"),
+        _ => write!(out, "\\U{code:08x}"),
+    };
 }
 
 /// Python type name as `str(type(v))` prints it.
@@ -173,6 +213,11 @@ mod tests {
             ("日本語 é", "'日本語 é'"),
             ("\t日\n", r"'\t日\n'"),
             ("", "''"),
+            // Not printable outside ASCII: no-break space, a C1 control, zero-width
+            // space, line separator, private use, a tag character; printable ones stay.
+            ("a\u{a0}b\u{85}", r"'a\xa0b\x85'"),
+            ("\u{200b}\u{2028}\u{3000}", r"'\u200b\u2028\u3000'"),
+            ("\u{e000}\u{e0001}é\u{1f600}", r"'\ue000\U000e0001é😀'"),
         ];
         for (s, want) in cases {
             assert_eq!(py_repr_str(s), want, "{s:?}");
