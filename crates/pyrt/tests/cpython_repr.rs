@@ -6,8 +6,7 @@
 //! knows them (docs/differences.md). Needs `python3`; without it the test fails under
 //! `CI=true` and is skipped otherwise.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod common;
 
 use canvas_pyrt::py_repr_str;
 
@@ -42,22 +41,6 @@ fn non_ascii() -> impl Iterator<Item = char> {
 
 #[test]
 fn repr_matches_cpython_for_every_character() {
-    let child = Command::new("python3")
-        .args(["-c", PYTHON])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "python3 is needed under CI: {e}"
-            );
-            eprintln!("note: python3 not found ({e}); CPython repr comparison skipped");
-            return;
-        }
-    };
     // Every character alone, then the mixed strings.
     let singles: Vec<String> = non_ascii().map(String::from).collect();
     let mut cases: Vec<&str> = singles.iter().map(String::as_str).collect();
@@ -67,16 +50,9 @@ fn repr_matches_cpython_for_every_character() {
         input.push_str(&serde_json::to_string(s).expect("a string serialises"));
         input.push('\n');
     }
-    // Write from a thread so a full stdout pipe cannot block us both.
-    let mut stdin = child.stdin.take().expect("stdin was piped");
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().expect("python3 ran");
-    writer
-        .join()
-        .expect("writer thread")
-        .expect("input written");
-    assert!(out.status.success(), "python3 failed: {out:?}");
-    let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let Some(text) = common::python(PYTHON, input) else {
+        return;
+    };
     let mut lines = text.lines();
     let unassigned: Vec<u32> =
         serde_json::from_str(lines.next().expect("the unassigned list")).expect("a JSON list");

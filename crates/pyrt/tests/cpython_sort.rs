@@ -4,8 +4,7 @@
 //!
 //! Needs `python3`; without it the test fails under `CI=true` and is skipped otherwise.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod common;
 
 use serde_json::{Value, json};
 
@@ -98,38 +97,15 @@ fn ours(keys: &[u64], fail_at: u64) -> Value {
 
 #[test]
 fn timsort_matches_cpython() {
-    let child = Command::new("python3")
-        .args(["-c", PYTHON])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "python3 is needed under CI: {e}"
-            );
-            eprintln!("note: python3 not found ({e}); CPython sort comparison skipped");
-            return;
-        }
-    };
     let cases = cases();
     let mut input = String::new();
     for (keys, fail_at) in &cases {
         input.push_str(&json!({"keys": keys, "fail_at": fail_at}).to_string());
         input.push('\n');
     }
-    // Write from a thread so a full stdout pipe cannot block us both.
-    let mut stdin = child.stdin.take().expect("stdin was piped");
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().expect("python3 ran");
-    writer
-        .join()
-        .expect("writer thread")
-        .expect("input written");
-    assert!(out.status.success(), "python3 failed: {out:?}");
-    let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let Some(text) = common::python(PYTHON, input) else {
+        return;
+    };
     let theirs: Vec<Value> = text
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))

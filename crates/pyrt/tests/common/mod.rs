@@ -1,0 +1,35 @@
+//! Running CPython beside a comparison test.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// The standard output of `python3 -c script` fed `input` on its standard input;
+/// `None` when there is no `python3` (a failure under `CI=true`, where it is needed).
+pub fn python(script: &str, input: String) -> Option<String> {
+    let child = Command::new("python3")
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "python3 is needed under CI: {e}"
+            );
+            eprintln!("note: python3 not found ({e}); the CPython comparison is skipped");
+            return None;
+        }
+    };
+    // Write from a thread so a full stdout pipe cannot block us both.
+    let mut stdin = child.stdin.take().expect("stdin was piped");
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().expect("python3 ran");
+    writer
+        .join()
+        .expect("writer thread")
+        .expect("input written");
+    assert!(out.status.success(), "python3 failed: {out:?}");
+    Some(String::from_utf8(out.stdout).expect("UTF-8 output"))
+}
