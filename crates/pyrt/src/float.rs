@@ -25,13 +25,8 @@ pub fn py_float(f: f64) -> String {
             "0.0".into()
         };
     }
-    // `{:e}` gives the shortest round-trip mantissa, e.g. "1.5e20" or "-2.5e-5".
-    let sci = format!("{f:e}");
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let neg = mant.starts_with('-');
-    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
-    let sign = if neg { "-" } else { "" };
+    let (digits, exp) = shortest(f);
+    let sign = if f < 0.0 { "-" } else { "" };
     if (-4..16).contains(&exp) {
         let point = exp + 1; // digits before the decimal point
         let s = if point <= 0 {
@@ -52,6 +47,23 @@ pub fn py_float(f: f64) -> String {
         let esign = if exp < 0 { '-' } else { '+' };
         format!("{sign}{m}e{esign}{:02}", exp.abs())
     }
+}
+
+/// The shortest digits that read back as the finite, non-zero `f`, and the decimal
+/// exponent of the first: 1.5e20 gives ("15", 20), 0.003 ("3", -3). Where two such
+/// strings are equally near `f`, the even last digit is taken, as Python's `repr` does
+/// (Rust's own `{:e}` takes the other: 655460019195558.25 gave ...558.3, not ...558.2).
+fn shortest(f: f64) -> (String, i32) {
+    let mut buf = zmij::Buffer::new();
+    let text = buf.format_finite(f.abs());
+    let (mantissa, exp) = text.split_once(['e', 'E']).unwrap_or((text, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all = format!("{int}{frac}");
+    let significant = all.trim_start_matches('0');
+    let lead = all.len() - significant.len();
+    let first = i32::try_from(int.len()).unwrap_or(0) - 1 - i32::try_from(lead).unwrap_or(0);
+    (significant.trim_end_matches('0').to_string(), first + exp)
 }
 
 /// An int or float as Python prints it (ints exactly, floats by [`py_float`]), written
@@ -80,9 +92,22 @@ pub fn py_float_of(v: &Value) -> Option<f64> {
     }
 }
 
-/// Parse a string the way Python's `float()` does; `None` where Python raises.
+/// Parse a string the way Python's `float()` does; `None` where Python raises. As
+/// Python does first, a decimal digit of any script (`١٢٣`, full-width `１２３`) reads
+/// as its ASCII digit, and white space outside ASCII as a space.
 pub fn parse_py_float(s: &str) -> Option<f64> {
-    let t = s.trim();
+    let mut ascii = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii() {
+            ascii.push(c);
+        } else if crate::py_isspace(c) {
+            ascii.push(' ');
+        } else {
+            ascii.push(char::from(b'0' + decimal_value(c)?));
+        }
+    }
+    // Then C's `isspace`: `\x1c`..`\x1f`, white space to `str.strip`, are not stripped.
+    let t = ascii.trim_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
     if t.is_empty() {
         return None;
     }
@@ -94,6 +119,8 @@ pub fn parse_py_float(s: &str) -> Option<f64> {
     match body {
         "inf" | "infinity" => return Some(sign * f64::INFINITY),
         "nan" => return Some(f64::NAN),
+        // One sign only: Rust's parser would take a second.
+        _ if body.starts_with(['+', '-']) => return None,
         _ => {}
     }
     // Underscores are allowed only between digits.
@@ -119,6 +146,27 @@ pub fn parse_py_float(s: &str) -> Option<f64> {
         return None;
     }
     cleaned.parse::<f64>().ok().map(|f| sign * f)
+}
+
+/// The value of a decimal digit (Unicode category Nd) outside ASCII, as Python's
+/// `unicodedata.decimal`. Unicode assigns these in runs of ten, zero to nine, some runs
+/// back to back (the mathematical digits): the value is the distance from the start of
+/// the run of digits `c` is in, modulo ten.
+fn decimal_value(c: char) -> Option<u8> {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+    let is_digit = |c: char| c.general_category() == GeneralCategory::DecimalNumber;
+    if !is_digit(c) {
+        return None;
+    }
+    let code = u32::from(c);
+    let mut start = code;
+    while let Some(before) = start.checked_sub(1).and_then(char::from_u32) {
+        if !is_digit(before) {
+            break;
+        }
+        start -= 1;
+    }
+    u8::try_from((code - start) % 10).ok()
 }
 
 /// A JSON value from an `f64`, as an integer when Python would keep an int.
@@ -183,6 +231,10 @@ mod tests {
         assert_eq!(py_float(-2.5e-7), "-2.5e-07");
         assert_eq!(py_float(11.0), "11.0");
         assert_eq!(py_float(-0.0), "-0.0");
+        // 655460019195558.25 exactly: two shortest spellings are equally near, and
+        // Python takes the even digit.
+        let tie = f64::from_bits(0x4302_a119_6cde_7532);
+        assert_eq!(py_float(tie), "655460019195558.2");
     }
 
     #[test]
@@ -195,6 +247,11 @@ mod tests {
         assert_eq!(parse_py_float("abc"), None);
         assert_eq!(parse_py_float("1__0"), None);
         assert_eq!(parse_py_float("0x10"), None);
+        assert_eq!(parse_py_float("++5"), None);
+        assert_eq!(parse_py_float("\u{3000}１２３.５\u{a0}"), Some(123.5));
+        assert_eq!(parse_py_float("١٢٣"), Some(123.0));
+        assert_eq!(parse_py_float("\u{1c}5"), None);
+        assert_eq!(parse_py_float("5\u{2460}"), None);
     }
 }
 
