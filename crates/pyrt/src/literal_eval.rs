@@ -744,10 +744,12 @@ impl Reader {
                 );
                 Num::Float(text.parse().ok()?)
             } else {
-                // "leading zeros in decimal integer literals are not permitted"
+                // "leading zeros in decimal integer literals are not permitted"; an
+                // imaginary literal may have them (`01j`).
                 if int_part.len() > 1
                     && int_part.starts_with('0')
                     && int_part.contains(|c| c != '0')
+                    && !matches!(self.peek(), Some('j' | 'J'))
                 {
                     return None;
                 }
@@ -971,6 +973,9 @@ mod tests {
     fn errors_say_why() {
         assert_eq!(super::literal_eval("[1"), Err(LiteralError::Invalid));
         assert_eq!(super::literal_eval("{1, 2}"), Err(LiteralError::NoJsonForm));
+        // Leading zeros: refused in an int, allowed in an imaginary number.
+        assert_eq!(super::literal_eval("01"), Err(LiteralError::Invalid));
+        assert_eq!(super::literal_eval("01j"), Err(LiteralError::NoJsonForm));
     }
 
     #[test]

@@ -79,3 +79,17 @@ fn repr_matches_cpython_for_every_character() {
         "only {compared} strings were compared: most characters should be assigned"
     );
 }
+
+/// Every character's repr, escaped or not, reads back as the character.
+#[test]
+fn every_characters_repr_reads_back_through_literal_eval() {
+    for c in non_ascii() {
+        let s = c.to_string();
+        assert_eq!(
+            canvas_pyrt::literal_eval(&py_repr_str(&s)),
+            Ok(serde_json::Value::String(s)),
+            "U+{:04X}",
+            u32::from(c)
+        );
+    }
+}
