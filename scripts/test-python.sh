@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The Python clients `tests/cli/serve.rs` drives `canvas serve` with: RAGFlow's SDK and
-# OpenAI's, pinned, in a virtual environment under target/ (idempotent: an environment
-# that already has both is left as it is). Prints the environment's python.
+# The Python the tests compare with, pinned, in a virtual environment under target/:
+# RAGFlow's SDK and OpenAI's, the clients `tests/cli/serve.rs` drives `canvas serve`
+# with, and Jinja2, which the engine's templates are rendered against
+# (`crates/engine/tests/jinja2.rs`). Idempotent: an environment that already has the
+# pins is left as it is. Prints the environment's python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 venv="target/pyenv"
 python="$PWD/$venv/bin/python"
-pins=(ragflow-sdk==0.22.1 openai==3.57.0)
+pins=(ragflow-sdk==0.22.1 openai==3.57.0 jinja2==3.1.6)
 stamp="$venv/.pins"
 
 if [ ! -x "$python" ]; then

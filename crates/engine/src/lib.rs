@@ -13,6 +13,7 @@ pub mod component;
 pub mod events;
 pub mod forms;
 pub mod graph;
+pub mod jinja;
 pub mod refs;
 pub mod role;
 pub mod scheduler;

@@ -1,9 +1,6 @@
 //! RAGFlow's text substitution routines (`engine.md` §3.4). They differ from each other
 //! in which spaces they eat and how they stringify; each is mirrored separately.
 
-use std::sync::LazyLock;
-
-use minijinja::{Environment, UndefinedBehavior};
 use serde_json::Value;
 
 use super::refs::{REF_PATTERN, REF_PATTERN_CASED, RefError, resolve_with};
@@ -89,81 +86,6 @@ pub fn has_jinja(text: &str) -> bool {
     false
 }
 
-/// Instructions one Jinja render may run (minijinja's fuel). A render runs inside a
-/// node, where `--timeout` cannot stop it and Ctrl-C only by exiting at once, so a
-/// runaway loop (two nested `range(100000)`) must end by itself: this is a second or
-/// so of rendering, and over 100 times what a template looping over 10,000 items takes
-/// (a million passes of `{{x}}` fit). Past it the render fails, as a template error
-/// does (docs/differences.md).
-pub const JINJA_FUEL: u64 = 20_000_000;
-
-static JINJA: LazyLock<Environment<'static>> = LazyLock::new(|| {
-    let mut env = Environment::new();
-    // Jinja2's default Undefined renders as "" and tolerates filters.
-    env.set_undefined_behavior(UndefinedBehavior::Lenient);
-    env.set_fuel(Some(JINJA_FUEL));
-    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-    minijinja_contrib::add_to_environment(&mut env);
-    env
-});
-
-/// Render a text with Jinja; variables are the reference identifiers with their text.
-pub fn render_jinja(text: &str, vars: &[(String, String)]) -> Result<String, String> {
-    render_pairs(text, vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-}
-
-fn render_pairs<'v>(
-    text: &str,
-    vars: impl Iterator<Item = (&'v str, &'v str)>,
-) -> Result<String, String> {
-    let ctx: serde_json::Map<String, Value> = vars
-        .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
-        .collect();
-    let template = JINJA.template_from_str(text).map_err(|e| e.to_string())?;
-    let mut out = Capped {
-        text: Vec::new(),
-        left: JINJA_MAX_OUTPUT,
-    };
-    template.render_captured_to(ctx, &mut out).map_err(|e| {
-        // A refused write is the error's source; minijinja's text does not say it.
-        match std::error::Error::source(&e) {
-            Some(why) => format!("{e}: {why}"),
-            None => e.to_string(),
-        }
-    })?;
-    // minijinja writes `str`s only.
-    String::from_utf8(out.text).map_err(|e| e.to_string())
-}
-
-/// The most text one Jinja render may write (the references' values go in after it).
-/// Fuel bounds the instructions, not what each writes: a loop printing
-/// `{{ "x" * 100000000 }}` must fail here, not exhaust memory.
-pub const JINJA_MAX_OUTPUT: usize = 64 << 20;
-
-/// A render's output, refusing to grow past `left` more bytes.
-struct Capped {
-    text: Vec<u8>,
-    left: usize,
-}
-
-impl std::io::Write for Capped {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if buf.len() > self.left {
-            return Err(std::io::Error::other(format!(
-                "the rendered text is over {} MiB",
-                JINJA_MAX_OUTPUT >> 20
-            )));
-        }
-        self.left -= buf.len();
-        self.text.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// One reference of a merge, with the text its value renders as.
 #[derive(Debug, Clone)]
 pub struct MergeRef<'r> {
@@ -208,7 +130,7 @@ pub fn merge(template: &str, refs: &[MergeRef<'_>], mode: JinjaMode) -> String {
             .iter()
             .zip(refs)
             .map(|(id, r)| (id.as_str(), r.text.as_str()));
-        if let Ok(t) = render_pairs(&text, vars) {
+        if let Ok(t) = super::jinja::render_pairs(&text, vars) {
             text = t;
         }
     }
@@ -432,35 +354,6 @@ mod tests {
             ),
             "{ab-c} [a][b][-][c]"
         );
-    }
-
-    #[test]
-    fn undefined_jinja_variables_render_empty() {
-        assert_eq!(render_jinja("q={{ sys_query|upper }}", &[]).unwrap(), "q=");
-        assert_eq!(
-            render_jinja("{% for i in range(2) %}[x]{% endfor %}", &[]).unwrap(),
-            "[x][x]"
-        );
-    }
-
-    #[test]
-    fn a_runaway_loop_ends_in_an_error() {
-        let endless =
-            "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}";
-        let err = render_jinja(endless, &[]).unwrap_err();
-        assert!(err.contains("fuel"), "{err}");
-        let many = "{% for a in range(100) %}{% for b in range(100) %}x{% endfor %}{% endfor %}";
-        assert_eq!(render_jinja(many, &[]).unwrap().len(), 10_000);
-    }
-
-    #[test]
-    fn a_runaway_output_ends_in_an_error() {
-        let huge = "{% for a in range(100) %}{{ 'x' * 10000000 }}{% endfor %}";
-        let err = render_jinja(huge, &[]).unwrap_err();
-        assert!(err.contains("over 64 MiB"), "{err}");
-        let big = "{{ 'x' * 1000000 }}\n{{ v }}\n";
-        let out = render_jinja(big, &[("v".into(), "é".into())]).unwrap();
-        assert_eq!(out.len(), 1_000_000 + 1 + 2, "{:?}", &out[out.len() - 4..]);
     }
 
     #[test]

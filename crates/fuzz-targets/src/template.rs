@@ -1,6 +1,7 @@
-//! `template`: references and templates (`engine::refs`, `engine::template`) over a run
-//! state. Input: `STATE \0 TEXT`, where STATE is `{"globals": {...}, "nodes": {id:
-//! {output: value}}}` added to a small fixed state (anything else adds nothing).
+//! `template`: references and templates (`engine::refs`, `engine::template`,
+//! `engine::jinja`) over a run state. Input: `STATE \0 TEXT`, where STATE is
+//! `{"globals": {...}, "nodes": {id: {output: value}}}` added to a small fixed state
+//! (anything else adds nothing).
 
 use canvas_engine::RunState;
 use canvas_engine::refs::{self, RefError};
@@ -55,7 +56,7 @@ pub fn template(data: &[u8]) {
         .iter()
         .map(|r| (template::identifier(r.exp), r.text.clone()))
         .collect();
-    let _ = template::render_jinja(text, &vars);
+    let _ = canvas_engine::jinja::render_jinja(text, &vars);
     pieces_cover(text);
 
     let id = template::identifier(text);

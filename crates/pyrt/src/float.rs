@@ -1,4 +1,4 @@
-//! Python's float formatting and parsing: `repr(float)`, `float(x)`.
+//! Python's float formatting and number parsing: `repr(float)`, `float(x)`, `int(x)`.
 
 use serde_json::{Number, Value};
 
@@ -92,10 +92,11 @@ pub fn py_float_of(v: &Value) -> Option<f64> {
     }
 }
 
-/// Parse a string the way Python's `float()` does; `None` where Python raises. As
-/// Python does first, a decimal digit of any script (`١٢٣`, full-width `１２３`) reads
-/// as its ASCII digit, and white space outside ASCII as a space.
-pub fn parse_py_float(s: &str) -> Option<f64> {
+/// A number's text as Python's `int()` and `float()` read it: a decimal digit of any
+/// script (`١٢٣`, full-width `１２３`) as its ASCII digit, white space outside ASCII as
+/// a space, then C's white space stripped (`\x1c`..`\x1f`, white space to
+/// `str.strip`, are kept). `None` for any other character outside ASCII.
+fn number_text(s: &str) -> Option<String> {
     let mut ascii = String::with_capacity(s.len());
     for c in s.chars() {
         if c.is_ascii() {
@@ -106,8 +107,36 @@ pub fn parse_py_float(s: &str) -> Option<f64> {
             ascii.push(char::from(b'0' + decimal_value(c)?));
         }
     }
-    // Then C's `isspace`: `\x1c`..`\x1f`, white space to `str.strip`, are not stripped.
     let t = ascii.trim_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    Some(t.to_string())
+}
+
+/// Parse a string the way Python's `int()` does (base 10: one sign, digits with single
+/// `_` between them, any script's digits); `None` where Python raises, and past 128
+/// bits.
+pub fn parse_py_int(s: &str) -> Option<i128> {
+    let t = number_text(s)?;
+    let (neg, body) = match t.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, t.strip_prefix('+').unwrap_or(&t)),
+    };
+    let b = body.as_bytes();
+    let digits_only = b.iter().all(|c| c.is_ascii_digit() || *c == b'_');
+    if !digits_only
+        || !b.first().is_some_and(u8::is_ascii_digit)
+        || !b.last().is_some_and(u8::is_ascii_digit)
+        || body.contains("__")
+    {
+        return None;
+    }
+    let n: i128 = body.replace('_', "").parse().ok()?;
+    Some(if neg { -n } else { n })
+}
+
+/// Parse a string the way Python's `float()` does; `None` where Python raises. Digits
+/// and white space are read as `int()` reads them (`１２３.５` is 123.5).
+pub fn parse_py_float(s: &str) -> Option<f64> {
+    let t = number_text(s)?;
     if t.is_empty() {
         return None;
     }

@@ -1,16 +1,17 @@
 //! `canvas_pyrt`'s float formatting and parsing against CPython: `repr(x)`,
 //! `format(x, "g")` and `format(x, ".6f")` for seeded random doubles and edge values,
-//! and `float(s)` for seeded random strings around what it accepts.
+//! and `float(s)` and `int(s)` for seeded random strings around what they accept.
 //!
 //! Needs `python3`; without it the test fails under `CI=true` and is skipped otherwise.
 
 mod common;
 
-use canvas_pyrt::{parse_py_float, py_float, py_format_f6, py_format_g};
+use canvas_pyrt::{parse_py_float, parse_py_int, py_float, py_format_f6, py_format_g};
 use serde_json::{Value, json};
 
 /// Python side: one JSON line in, one out. `{"f": bits}` gives the double's three
-/// spellings; `{"s": text}` gives `float(text)`'s bits, or null where it raises.
+/// spellings; `{"s": text}` gives `float(text)`'s bits and `int(text)`, each null where
+/// it raises.
 const PYTHON: &str = r#"
 import json, struct, sys
 for line in sys.stdin:
@@ -21,9 +22,14 @@ for line in sys.stdin:
     else:
         try:
             y = float(case["s"])
-            print(json.dumps(struct.unpack("<Q", struct.pack("<d", y))[0]))
+            y = struct.unpack("<Q", struct.pack("<d", y))[0]
         except ValueError:
-            print("null")
+            y = None
+        try:
+            i = int(case["s"])
+        except ValueError:
+            i = None
+        print(json.dumps([y, i]))
 "#;
 
 /// A deterministic xorshift, so every run checks the same cases.
@@ -163,7 +169,7 @@ fn floats_format_and_parse_as_cpython_does() {
     for (s, want) in strings.iter().zip(parses) {
         // NaN's sign and payload are not compared: Python's float("-nan") is a NaN too.
         let ours = parse_py_float(s).map(|y| if y.is_nan() { f64::NAN } else { y });
-        let theirs = want
+        let theirs = want[0]
             .as_u64()
             .map(f64::from_bits)
             .map(|y| if y.is_nan() { f64::NAN } else { y });
@@ -171,6 +177,11 @@ fn floats_format_and_parse_as_cpython_does() {
             ours.map(f64::to_bits),
             theirs.map(f64::to_bits),
             "float({s:?})"
+        );
+        assert_eq!(
+            parse_py_int(s).and_then(|i| i64::try_from(i).ok()),
+            want[1].as_i64(),
+            "int({s:?})"
         );
     }
 }

@@ -1,16 +1,17 @@
 //! Values as CPython writes and reads them, for seeded random JSON values: `repr(v)`,
-//! `str(v)`, `json.dumps(v, ensure_ascii=False)` and `ast.literal_eval(repr(v))`; and
+//! `str(v)`, `json.dumps(v, ensure_ascii=False)`, `ast.literal_eval(repr(v))` and
+//! `json.dumps(v, sort_keys=True)` (ASCII only, as Jinja2's `tojson` writes); and
 //! `html.unescape` for seeded random texts around character references.
 //!
 //! Needs `python3`; without it the test fails under `CI=true` and is skipped otherwise.
 
 mod common;
 
-use canvas_pyrt::{html_unescape, literal_eval, py_json, py_repr, py_str};
+use canvas_pyrt::{html_unescape, literal_eval, py_json, py_json_dumps, py_repr, py_str};
 use serde_json::{Map, Value, json};
 
-/// Python side: `{"v": value}` gives the value's three spellings and what
-/// `literal_eval` reads back from its repr; `{"h": text}` gives `html.unescape(text)`.
+/// Python side: `{"v": value}` gives the value's spellings and what `literal_eval`
+/// reads back from its repr; `{"h": text}` gives `html.unescape(text)`.
 const PYTHON: &str = r#"
 import ast, html, json, sys
 for line in sys.stdin:
@@ -18,7 +19,8 @@ for line in sys.stdin:
     if "v" in case:
         v = case["v"]
         back = ast.literal_eval(repr(v))
-        print(json.dumps([repr(v), str(v), json.dumps(v, ensure_ascii=False), back]))
+        print(json.dumps([repr(v), str(v), json.dumps(v, ensure_ascii=False), back,
+                          json.dumps(v, ensure_ascii=True, sort_keys=True)]))
     else:
         print(json.dumps(html.unescape(case["h"])))
 "#;
@@ -139,7 +141,13 @@ fn values_and_html_read_and_write_as_cpython_does() {
     for (v, want) in values.iter().zip(written) {
         let repr = py_repr(v);
         let back = literal_eval(&repr).unwrap_or_else(|e| panic!("literal_eval({repr}): {e}"));
-        let ours = json!([repr, py_str(v), py_json(v), back]);
+        let ours = json!([
+            repr,
+            py_str(v),
+            py_json(v),
+            back,
+            py_json_dumps(v, true, true)
+        ]);
         assert_eq!(&ours, want, "{v}");
     }
     for (h, want) in htmls.iter().zip(unescaped) {
