@@ -66,18 +66,10 @@ fn equality_and_order_match_cpython() {
         }
         pairs.push((json!(a), json!(b)));
     }
-    let mut input = String::new();
-    for (a, b) in &pairs {
-        input.push_str(&json!([a, b]).to_string());
-        input.push('\n');
-    }
-    let Some(text) = common::python(PYTHON, input) else {
+    let input: Vec<Value> = pairs.iter().map(|(a, b)| json!([a, b])).collect();
+    let Some(theirs) = common::python_json(PYTHON, &input) else {
         return;
     };
-    let theirs: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
     assert_eq!(theirs.len(), pairs.len());
     let mut raised = 0;
     for ((a, b), want) in pairs.iter().zip(&theirs) {

@@ -144,22 +144,14 @@ fn strings() -> Vec<String> {
 fn floats_format_and_parse_as_cpython_does() {
     let doubles = doubles();
     let strings = strings();
-    let mut input = String::new();
-    for f in &doubles {
-        input.push_str(&json!({"f": f.to_bits()}).to_string());
-        input.push('\n');
-    }
-    for s in &strings {
-        input.push_str(&json!({"s": s}).to_string());
-        input.push('\n');
-    }
-    let Some(text) = common::python(PYTHON, input) else {
+    let input: Vec<Value> = doubles
+        .iter()
+        .map(|f| json!({"f": f.to_bits()}))
+        .chain(strings.iter().map(|s| json!({"s": s})))
+        .collect();
+    let Some(theirs) = common::python_json(PYTHON, &input) else {
         return;
     };
-    let theirs: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
     assert_eq!(theirs.len(), doubles.len() + strings.len());
     let (formats, parses) = theirs.split_at(doubles.len());
     for (f, want) in doubles.iter().zip(formats) {

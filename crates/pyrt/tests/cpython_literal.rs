@@ -147,18 +147,10 @@ fn sources() -> Vec<String> {
 #[test]
 fn literal_eval_matches_cpython() {
     let sources = sources();
-    let mut input = String::new();
-    for s in &sources {
-        input.push_str(&serde_json::to_string(s).expect("a string serialises"));
-        input.push('\n');
-    }
-    let Some(text) = common::python(PYTHON, input) else {
+    let input: Vec<Value> = sources.iter().map(|s| json!(s)).collect();
+    let Some(theirs) = common::python_json(PYTHON, &input) else {
         return;
     };
-    let theirs: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
     assert_eq!(theirs.len(), sources.len());
     let mut valid = 0;
     for (src, want) in sources.iter().zip(&theirs) {

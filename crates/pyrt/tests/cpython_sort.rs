@@ -98,18 +98,13 @@ fn ours(keys: &[u64], fail_at: u64) -> Value {
 #[test]
 fn timsort_matches_cpython() {
     let cases = cases();
-    let mut input = String::new();
-    for (keys, fail_at) in &cases {
-        input.push_str(&json!({"keys": keys, "fail_at": fail_at}).to_string());
-        input.push('\n');
-    }
-    let Some(text) = common::python(PYTHON, input) else {
+    let input: Vec<Value> = cases
+        .iter()
+        .map(|(keys, fail_at)| json!({"keys": keys, "fail_at": fail_at}))
+        .collect();
+    let Some(theirs) = common::python_json(PYTHON, &input) else {
         return;
     };
-    let theirs: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
     assert_eq!(theirs.len(), cases.len());
     let mut raised = 0;
     for (k, ((keys, fail_at), want)) in cases.iter().zip(&theirs).enumerate() {

@@ -120,22 +120,14 @@ fn values_and_html_read_and_write_as_cpython_does() {
     let mut seed = 0x7a1c_0de5_5eed_0042_u64;
     let values: Vec<Value> = (0..3000).map(|_| value(&mut seed, 0)).collect();
     let htmls = html_texts(&mut seed);
-    let mut input = String::new();
-    for v in &values {
-        input.push_str(&json!({ "v": v }).to_string());
-        input.push('\n');
-    }
-    for h in &htmls {
-        input.push_str(&json!({ "h": h }).to_string());
-        input.push('\n');
-    }
-    let Some(text) = common::python(PYTHON, input) else {
+    let input: Vec<Value> = values
+        .iter()
+        .map(|v| json!({ "v": v }))
+        .chain(htmls.iter().map(|h| json!({ "h": h })))
+        .collect();
+    let Some(theirs) = common::python_json(PYTHON, &input) else {
         return;
     };
-    let theirs: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
     assert_eq!(theirs.len(), values.len() + htmls.len());
     let (written, unescaped) = theirs.split_at(values.len());
     for (v, want) in values.iter().zip(written) {

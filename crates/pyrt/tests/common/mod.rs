@@ -3,9 +3,27 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-/// The standard output of `python3 -c script` fed `input` on its standard input;
-/// `None` when there is no `python3` (a failure under `CI=true`, where it is needed).
-pub fn python(script: &str, input: String) -> Option<String> {
+use serde_json::Value;
+
+/// Each of `cases` as a JSON line to `python3 -c script`, and each line it prints read
+/// as JSON; `None` when there is no `python3` (a failure under `CI=true`, where it is
+/// needed).
+pub fn python_json(script: &str, cases: &[Value]) -> Option<Vec<Value>> {
+    let mut input = String::new();
+    for case in cases {
+        input.push_str(&case.to_string());
+        input.push('\n');
+    }
+    let text = python(script, input)?;
+    Some(
+        text.lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect(),
+    )
+}
+
+/// The standard output of `python3 -c script` fed `input` on its standard input.
+fn python(script: &str, input: String) -> Option<String> {
     let child = Command::new("python3")
         .args(["-c", script])
         .stdin(Stdio::piped())
