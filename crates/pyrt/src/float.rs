@@ -115,6 +115,18 @@ fn number_text(s: &str) -> Option<String> {
 /// `_` between them, any script's digits); `None` where Python raises, and past 128
 /// bits.
 pub fn parse_py_int(s: &str) -> Option<i128> {
+    let (neg, digits) = int_digits(s)?;
+    let n: i128 = digits.parse().ok()?;
+    Some(if neg { -n } else { n })
+}
+
+/// True when Python's `int(s)` succeeds, however many digits `s` has.
+pub fn is_py_int(s: &str) -> bool {
+    int_digits(s).is_some()
+}
+
+/// The sign and the ASCII digits of a text `int()` takes; `None` where it raises.
+fn int_digits(s: &str) -> Option<(bool, String)> {
     let t = number_text(s)?;
     let (neg, body) = match t.strip_prefix('-') {
         Some(b) => (true, b),
@@ -129,8 +141,7 @@ pub fn parse_py_int(s: &str) -> Option<i128> {
     {
         return None;
     }
-    let n: i128 = body.replace('_', "").parse().ok()?;
-    Some(if neg { -n } else { n })
+    Some((neg, body.replace('_', "")))
 }
 
 /// Parse a string the way Python's `float()` does; `None` where Python raises. Digits

@@ -2,7 +2,7 @@
 //! column types, number alignment on the decimal point, `floatfmt`, multiline cells and
 //! wcwidth's display widths. The caller turns its rows into [`TableCell`]s, by column.
 
-use crate::float::{parse_py_float, py_float, py_format_f6, py_format_g};
+use crate::float::{is_py_int, parse_py_float, py_float, py_format_f6, py_format_g};
 use crate::str::py_strip;
 
 /// A value as tabulate receives it from `df.values`.
@@ -42,18 +42,6 @@ const T_BOOL: u8 = 1;
 const T_INT: u8 = 2;
 const T_FLOAT: u8 = 3;
 const T_STR: u8 = 5;
-
-/// Python `int(s)` succeeds (base 10, surrounding white space, `_` between digits).
-fn py_int_ok(s: &str) -> bool {
-    let t = py_strip(s);
-    let t = t.strip_prefix(['+', '-']).unwrap_or(t);
-    let b = t.as_bytes();
-    !b.is_empty()
-        && b.first().is_some_and(u8::is_ascii_digit)
-        && b.last().is_some_and(u8::is_ascii_digit)
-        && b.iter().all(|c| c.is_ascii_digit() || *c == b'_')
-        && !t.contains("__")
-}
 
 /// tabulate's `_isnumber` for a string.
 fn is_number_str(s: &str) -> bool {
@@ -108,7 +96,7 @@ fn cell_type(c: &TableCell) -> u8 {
         TableCell::Str(s) => {
             if s == "True" || s == "False" {
                 T_BOOL
-            } else if py_int_ok(s) {
+            } else if is_py_int(s) {
                 T_INT
             } else if is_number_str(s) {
                 T_FLOAT
@@ -157,7 +145,7 @@ fn format_cell(c: &TableCell, coltype: u8, ff: FloatFmt) -> String {
 
 /// Characters after the decimal point, -1 without one (`_afterpoint`).
 fn afterpoint(s: &str) -> i64 {
-    if !(is_number_str(s) || is_number_with_thousands(s)) || py_int_ok(s) {
+    if !(is_number_str(s) || is_number_with_thousands(s)) || is_py_int(s) {
         return -1;
     }
     let chars: Vec<char> = s.chars().collect();
@@ -387,12 +375,16 @@ pub fn pipe_table(headers: &[String], cols: &[Vec<TableCell>], ff: FloatFmt) -> 
         .collect();
     let mut lines = Vec::new();
     push_row(&mut lines, &head, &widths, multiline);
+    let nrows = cols.first().map(Vec::len).unwrap_or(0);
     let rule: Vec<String> = decimal
         .iter()
         .zip(&widths)
         .map(|(d, w)| {
             let dashes = "-".repeat((*w + 1).max(0) as usize);
-            if *d {
+            // No rows: tabulate has no column types, so no alignment to mark.
+            if nrows == 0 {
+                format!("-{dashes}")
+            } else if *d {
                 format!("{dashes}:")
             } else {
                 format!(":{dashes}")
@@ -400,7 +392,6 @@ pub fn pipe_table(headers: &[String], cols: &[Vec<TableCell>], ff: FloatFmt) -> 
         })
         .collect();
     lines.push(format!("|{}|", rule.join("|")));
-    let nrows = cols.first().map(Vec::len).unwrap_or(0);
     for i in 0..nrows {
         let row: Vec<String> = aligned.iter().map(|c| c[i].clone()).collect();
         push_row(&mut lines, &row, &widths, multiline);
@@ -415,7 +406,7 @@ mod tests {
     #[test]
     fn tabulate_number_tests() {
         assert!(
-            py_int_ok(" 12 ") && py_int_ok("-1_000") && !py_int_ok("1__0") && !py_int_ok("1.0")
+            is_py_int(" 12 ") && is_py_int("-1_000") && !is_py_int("1__0") && !is_py_int("1.0")
         );
         assert!(is_number_str("1e5") && is_number_str("nan") && !is_number_str("Infinity"));
         assert!(is_number_with_thousands("1,000.5") && is_number_with_thousands(""));
