@@ -1,13 +1,13 @@
 //! The Jinja step of a merge (`engine.md` §3.4d): RAGFlow renders with Jinja2's
 //! `SandboxedEnvironment`; here minijinja, with Jinja2's ways where they differ and a
 //! canvas can see them (how values print; the filters `escape`, `truncate`,
-//! `wordcount`, `center`, `int`, `float`, `tojson`, `urlencode`), and bounds on a
-//! render's work and output. `tests/jinja2.rs` compares the two; docs/differences.md
+//! `wordcount`, `center`, `int`, `float`, `tojson`, `urlencode`; Python's string
+//! methods minijinja lacks), and bounds on a render's work and output. `tests/jinja2.rs` compares the two; docs/differences.md
 //! says what is left.
 
 use std::sync::LazyLock;
 
-use minijinja::value::{Kwargs, Value as MjValue, ValueKind};
+use minijinja::value::{Kwargs, Value as MjValue, ValueKind, from_args};
 use minijinja::{Environment, Error, ErrorKind, Output, State, UndefinedBehavior};
 use serde_json::Value;
 
@@ -26,7 +26,7 @@ static JINJA: LazyLock<Environment<'static>> = LazyLock::new(|| {
     // Jinja2's default Undefined renders as "" and tolerates filters.
     env.set_undefined_behavior(UndefinedBehavior::Lenient);
     env.set_fuel(Some(JINJA_FUEL));
-    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    env.set_unknown_method_callback(python_method);
     minijinja_contrib::add_to_environment(&mut env);
     env.set_formatter(python_formatter);
     env.add_filter("escape", escape);
@@ -40,6 +40,143 @@ static JINJA: LazyLock<Environment<'static>> = LazyLock::new(|| {
     env.add_filter("urlencode", urlencode);
     env
 });
+
+/// A Python method of a string or a list that minijinja does not have: the padding
+/// ones (`center`, `ljust`, `rjust`, `zfill`), `removeprefix`, `removesuffix`,
+/// `rsplit`, `partition`, `rpartition` (a list where Python gives a tuple) and
+/// `index`; minijinja-contrib's Python methods for the rest.
+fn python_method(
+    state: &State,
+    value: &MjValue,
+    method: &str,
+    args: &[MjValue],
+) -> Result<MjValue, Error> {
+    if let Some(s) = value.as_str() {
+        if let Some(v) = string_method(s, method, args)? {
+            return Ok(v);
+        }
+    } else if method == "index" && value.kind() == ValueKind::Seq {
+        let (x,): (MjValue,) = from_args(args)?;
+        return value
+            .try_iter()?
+            .position(|item| item == x)
+            .map(MjValue::from)
+            .ok_or_else(|| Error::new(ErrorKind::InvalidOperation, "x not in list"));
+    }
+    minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
+}
+
+/// `s.method(*args)` for the string methods [`python_method`] adds; `None` for others.
+fn string_method(s: &str, method: &str, args: &[MjValue]) -> Result<Option<MjValue>, Error> {
+    let pad = |args: &[MjValue]| -> Result<(usize, char), Error> {
+        let (width, fill): (usize, Option<String>) = from_args(args)?;
+        let mut chars = fill.as_deref().unwrap_or(" ").chars();
+        match (chars.next(), chars.next()) {
+            (Some(c), None) => Ok((width, c)),
+            _ => Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "the fill character must be exactly one character long",
+            )),
+        }
+    };
+    let len = s.chars().count();
+    let fill = |n: usize, c: char| c.to_string().repeat(n);
+    let v = match method {
+        "center" => {
+            let (width, c) = pad(args)?;
+            let margin = width.saturating_sub(len);
+            let left = margin / 2 + (margin & width & 1);
+            format!("{}{s}{}", fill(left, c), fill(margin - left, c))
+        }
+        "ljust" => {
+            let (width, c) = pad(args)?;
+            format!("{s}{}", fill(width.saturating_sub(len), c))
+        }
+        "rjust" => {
+            let (width, c) = pad(args)?;
+            format!("{}{s}", fill(width.saturating_sub(len), c))
+        }
+        "zfill" => {
+            let (width,): (usize,) = from_args(args)?;
+            let zeros = fill(width.saturating_sub(len), '0');
+            match s.strip_prefix(['+', '-']) {
+                Some(rest) => format!("{}{zeros}{rest}", &s[..1]),
+                None => format!("{zeros}{s}"),
+            }
+        }
+        "removeprefix" => {
+            let (p,): (String,) = from_args(args)?;
+            s.strip_prefix(p.as_str()).unwrap_or(s).to_string()
+        }
+        "removesuffix" => {
+            let (p,): (String,) = from_args(args)?;
+            s.strip_suffix(p.as_str()).unwrap_or(s).to_string()
+        }
+        "rsplit" => {
+            let (sep, max): (Option<String>, Option<i64>) = from_args(args)?;
+            return Ok(Some(MjValue::from(rsplit(s, sep.as_deref(), max)?)));
+        }
+        "partition" | "rpartition" => {
+            let (sep,): (String,) = from_args(args)?;
+            if sep.is_empty() {
+                return Err(Error::new(ErrorKind::InvalidOperation, "empty separator"));
+            }
+            let found = if method == "partition" {
+                s.split_once(sep.as_str())
+            } else {
+                s.rsplit_once(sep.as_str())
+            };
+            let parts = match (found, method) {
+                (Some((a, b)), _) => [a, sep.as_str(), b],
+                (None, "partition") => [s, "", ""],
+                (None, _) => ["", "", s],
+            };
+            let parts: Vec<String> = parts.iter().map(|p| p.to_string()).collect();
+            return Ok(Some(MjValue::from(parts)));
+        }
+        "index" => {
+            let (sub,): (String,) = from_args(args)?;
+            let at = s
+                .find(sub.as_str())
+                .ok_or_else(|| Error::new(ErrorKind::InvalidOperation, "substring not found"))?;
+            return Ok(Some(MjValue::from(s[..at].chars().count())));
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(MjValue::from(v)))
+}
+
+/// Python's `str.rsplit(sep=None, maxsplit=-1)`: from the right, at most `maxsplit`
+/// cuts; without `sep`, at runs of white space, leading and trailing ones dropped.
+fn rsplit(s: &str, sep: Option<&str>, max: Option<i64>) -> Result<Vec<String>, Error> {
+    let max = max.and_then(|m| usize::try_from(m).ok());
+    let mut parts: Vec<String> = match sep {
+        Some("") => return Err(Error::new(ErrorKind::InvalidOperation, "empty separator")),
+        Some(sep) => match max {
+            Some(m) => s.rsplitn(m + 1, sep).map(str::to_string).collect(),
+            None => s.rsplit(sep).map(str::to_string).collect(),
+        },
+        None => {
+            let mut out = Vec::new();
+            let mut rest = s.trim_end();
+            while !rest.is_empty() {
+                if max.is_some_and(|m| out.len() == m) {
+                    out.push(rest.to_string());
+                    break;
+                }
+                let cut = rest.rfind(char::is_whitespace);
+                let word_start = cut.map_or(0, |i| {
+                    i + rest[i..].chars().next().map_or(1, char::len_utf8)
+                });
+                out.push(rest[word_start..].to_string());
+                rest = rest[..cut.unwrap_or(0)].trim_end();
+            }
+            out
+        }
+    };
+    parts.reverse();
+    Ok(parts)
+}
 
 /// Jinja2 prints a value as Python's `str()` does: lists and dicts in Python's
 /// spelling (`['a', 1]`, single-quoted strings), floats as `repr` (`1e+20`). Strings,
