@@ -11,7 +11,10 @@ use minijinja::value::{Kwargs, Value as MjValue, ValueKind, from_args};
 use minijinja::{Environment, Error, ErrorKind, Output, State, UndefinedBehavior};
 use serde_json::Value;
 
-use canvas_pyrt::{parse_py_float, parse_py_int, py_float, py_json_dumps, py_str};
+use canvas_pyrt::{
+    parse_py_float, parse_py_int, py_expandtabs, py_float, py_isdecimal, py_istitle, py_json_dumps,
+    py_str, py_swapcase,
+};
 
 /// Instructions one Jinja render may run (minijinja's fuel). A render runs inside a
 /// node, where `--timeout` cannot stop it and Ctrl-C only by exiting at once, so a
@@ -43,8 +46,9 @@ static JINJA: LazyLock<Environment<'static>> = LazyLock::new(|| {
 
 /// A Python method of a string or a list that minijinja does not have: the padding
 /// ones (`center`, `ljust`, `rjust`, `zfill`), `removeprefix`, `removesuffix`,
-/// `rsplit`, `partition`, `rpartition` (a list where Python gives a tuple) and
-/// `index`; minijinja-contrib's Python methods for the rest.
+/// `rsplit`, `partition`, `rpartition` (a list where Python gives a tuple), `index`,
+/// `swapcase`, `istitle`, `isdecimal` and `expandtabs`; minijinja-contrib's Python
+/// methods for the rest.
 fn python_method(
     state: &State,
     value: &MjValue,
@@ -133,6 +137,22 @@ fn string_method(s: &str, method: &str, args: &[MjValue]) -> Result<Option<MjVal
             };
             let parts: Vec<String> = parts.iter().map(|p| p.to_string()).collect();
             return Ok(Some(MjValue::from(parts)));
+        }
+        "swapcase" => {
+            let () = from_args(args)?;
+            py_swapcase(s)
+        }
+        "istitle" => {
+            let () = from_args(args)?;
+            return Ok(Some(MjValue::from(py_istitle(s))));
+        }
+        "isdecimal" => {
+            let () = from_args(args)?;
+            return Ok(Some(MjValue::from(py_isdecimal(s))));
+        }
+        "expandtabs" => {
+            let (tabsize,): (Option<usize>,) = from_args(args)?;
+            py_expandtabs(s, tabsize.unwrap_or(8))
         }
         "index" => {
             let (sub,): (String,) = from_args(args)?;

@@ -178,6 +178,89 @@ pub fn py_strip(s: &str) -> &str {
     s.trim_matches(py_isspace)
 }
 
+/// Python `str.swapcase()`: upper case to lower (a capital sigma to a final `ς` where
+/// Unicode's rule says, as `str.lower` does) and lower case to upper, by the full
+/// mappings (`ß` to `SS`).
+pub fn py_swapcase(s: &str) -> String {
+    // The whole text lowered once gives each capital sigma its form in context; every
+    // other character lowers alone, to as many characters as `char::to_lowercase`.
+    let lowered: Vec<char> = s.to_lowercase().chars().collect();
+    let mut at = 0;
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let n = c.to_lowercase().count();
+        if c.is_uppercase() {
+            out.extend(lowered.get(at..at + n).into_iter().flatten());
+        } else if c.is_lowercase() {
+            out.extend(c.to_uppercase());
+        } else {
+            out.push(c);
+        }
+        at += n;
+    }
+    out
+}
+
+/// Python `str.istitle()`: at least one cased character, upper and title case ones
+/// only after uncased ones, lower case ones only after cased ones.
+pub fn py_istitle(s: &str) -> bool {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+    let (mut cased, mut previous_cased) = (false, false);
+    for c in s.chars() {
+        if c.is_uppercase() || c.general_category() == GeneralCategory::TitlecaseLetter {
+            if previous_cased {
+                return false;
+            }
+            (cased, previous_cased) = (true, true);
+        } else if c.is_lowercase() {
+            if !previous_cased {
+                return false;
+            }
+            (cased, previous_cased) = (true, true);
+        } else {
+            previous_cased = false;
+        }
+    }
+    cased
+}
+
+/// Python `str.isdecimal()`: not empty, and every character a decimal digit of some
+/// script (Unicode category Nd).
+pub fn py_isdecimal(s: &str) -> bool {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.general_category() == GeneralCategory::DecimalNumber)
+}
+
+/// Python `str.expandtabs(tabsize)`: each tab to the spaces that reach the next
+/// multiple of `tabsize` (none when it is 0), columns counted in characters from the
+/// last line break.
+pub fn py_expandtabs(s: &str, tabsize: usize) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut column = 0;
+    for c in s.chars() {
+        match c {
+            '\t' => {
+                if tabsize > 0 {
+                    let n = tabsize - column % tabsize;
+                    out.extend(std::iter::repeat_n(' ', n));
+                    column += n;
+                }
+            }
+            '\n' | '\r' => {
+                out.push(c);
+                column = 0;
+            }
+            c => {
+                out.push(c);
+                column += 1;
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +276,38 @@ mod tests {
         assert_eq!(py_str(&json!("it's")), "it's");
         assert_eq!(py_repr(&json!(["it's"])), "[\"it's\"]");
         assert_eq!(py_repr(&json!(["a\nb"])), "['a\\nb']");
+    }
+
+    /// What CPython gives for these.
+    #[test]
+    fn case_and_tab_methods_match_python() {
+        for (s, swapped, title) in [
+            ("ΣΑΣ ΟΔΟΣ.", "σας οδος.", false),
+            ("ǅemal", "ǅEMAL", true),
+            ("İstanbul", "i\u{307}STANBUL", true),
+            ("Straße", "sTRASSE", true),
+            ("Hello World", "hELLO wORLD", true),
+            ("Hello world", "hELLO WORLD", false),
+            ("ΑΣ'Σ", "ασ'ς", false),
+            ("", "", false),
+        ] {
+            assert_eq!(py_swapcase(s), swapped, "{s}");
+            assert_eq!(py_istitle(s), title, "{s}");
+        }
+        for (s, decimal) in [
+            ("١٢٣", true),
+            ("１２", true),
+            ("123", true),
+            ("", false),
+            ("½", false),
+            ("²", false),
+            ("1.5", false),
+        ] {
+            assert_eq!(py_isdecimal(s), decimal, "{s}");
+        }
+        assert_eq!(py_expandtabs("a\tb\tc", 8), "a       b       c");
+        assert_eq!(py_expandtabs("\tx\n\ty", 4), "    x\n    y");
+        assert_eq!(py_expandtabs("ab\tc", 0), "abc");
     }
 
     #[test]
