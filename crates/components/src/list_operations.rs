@@ -389,27 +389,9 @@ fn py_int(v: &Value) -> Option<i128> {
                     .map(|f| f.trunc() as i128)
             }
         }
-        Value::String(s) => parse_py_int(py_strip(s)),
+        Value::String(s) => canvas_pyrt::parse_py_int(s),
         _ => None,
     }
-}
-
-/// `int(str)`: optional sign, decimal digits with single `_` between digits.
-fn parse_py_int(s: &str) -> Option<i128> {
-    let (neg, body) = match s.strip_prefix('-') {
-        Some(b) => (true, b),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    if body.is_empty() || body.starts_with('_') || body.ends_with('_') || body.contains("__") {
-        return None;
-    }
-    let mut n: i128 = 0;
-    for c in body.chars().filter(|&c| c != '_') {
-        let d = c.to_digit(10)?;
-        // Saturate: beyond 1e38 only the sign matters for range checks.
-        n = n.saturating_mul(10).saturating_add(i128::from(d));
-    }
-    Some(if neg { -n } else { n })
 }
 
 /// The AttributeError text for calling `.attr` on a value of the wrong type.

@@ -88,9 +88,7 @@ fn string_method(s: &str, method: &str, args: &[MjValue]) -> Result<Option<MjVal
     let v = match method {
         "center" => {
             let (width, c) = pad(args)?;
-            let margin = width.saturating_sub(len);
-            let left = margin / 2 + (margin & width & 1);
-            format!("{}{s}{}", fill(left, c), fill(margin - left, c))
+            centered(s, width, c)
         }
         "ljust" => {
             let (width, c) = pad(args)?;
@@ -462,14 +460,16 @@ fn url_quote(text: &str, for_query: bool) -> String {
 /// Jinja2's `center(width=80)`: Python's `str.center`, the odd space on the side
 /// CPython puts it.
 fn center(value: &str, width: Option<usize>) -> String {
-    let width = width.unwrap_or(80);
-    let len = value.chars().count();
-    if len >= width {
-        return value.to_string();
-    }
-    let margin = width - len;
+    centered(value, width.unwrap_or(80), ' ')
+}
+
+/// `s` in the middle of `width` characters of `fill`, the odd one on the side CPython
+/// puts it.
+fn centered(s: &str, width: usize, fill: char) -> String {
+    let margin = width.saturating_sub(s.chars().count());
     let left = margin / 2 + (margin & width & 1);
-    format!("{}{value}{}", " ".repeat(left), " ".repeat(margin - left))
+    let pad = |n: usize| fill.to_string().repeat(n);
+    format!("{}{s}{}", pad(left), pad(margin - left))
 }
 
 /// Render a text with Jinja; variables are the reference identifiers with their text.

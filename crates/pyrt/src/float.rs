@@ -1,5 +1,7 @@
 //! Python's float formatting and number parsing: `repr(float)`, `float(x)`, `int(x)`.
 
+use std::borrow::Cow;
+
 use serde_json::{Number, Value};
 
 /// How every Python float format spells NaN and the infinities.
@@ -96,7 +98,11 @@ pub fn py_float_of(v: &Value) -> Option<f64> {
 /// script (`١٢٣`, full-width `１２３`) as its ASCII digit, white space outside ASCII as
 /// a space, then C's white space stripped (`\x1c`..`\x1f`, white space to
 /// `str.strip`, are kept). `None` for any other character outside ASCII.
-fn number_text(s: &str) -> Option<String> {
+fn number_text(s: &str) -> Option<Cow<'_, str>> {
+    const C_SPACE: [char; 6] = [' ', '\t', '\n', '\x0b', '\x0c', '\r'];
+    if s.is_ascii() {
+        return Some(Cow::Borrowed(s.trim_matches(C_SPACE)));
+    }
     let mut ascii = String::with_capacity(s.len());
     for c in s.chars() {
         if c.is_ascii() {
@@ -107,16 +113,17 @@ fn number_text(s: &str) -> Option<String> {
             ascii.push(char::from(b'0' + decimal_value(c)?));
         }
     }
-    let t = ascii.trim_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    Some(t.to_string())
+    Some(Cow::Owned(ascii.trim_matches(C_SPACE).to_string()))
 }
 
 /// Parse a string the way Python's `int()` does (base 10: one sign, digits with single
-/// `_` between them, any script's digits); `None` where Python raises, and past 128
-/// bits.
+/// `_` between them, any script's digits); `None` where Python raises. Past 128 bits
+/// the value saturates: only its sign matters to the range checks that read it.
 pub fn parse_py_int(s: &str) -> Option<i128> {
     let (neg, digits) = int_digits(s)?;
-    let n: i128 = digits.parse().ok()?;
+    let n = digits.bytes().fold(0i128, |n, d| {
+        n.saturating_mul(10).saturating_add(i128::from(d - b'0'))
+    });
     Some(if neg { -n } else { n })
 }
 
