@@ -170,9 +170,13 @@ pub enum Command {
 
 /// Parse the command line, run, and map the result to an exit code.
 pub fn main() -> ExitCode {
-    let parsed = Cli::command()
-        .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let parsed = match parse_one(&args) {
+        Some(fast) => Ok(fast),
+        None => Cli::command()
+            .try_get_matches_from(&args)
+            .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m))),
+    };
     let cli = match parsed {
         Ok((mut c, m)) => {
             match (&mut c.command, m.subcommand()) {
@@ -194,13 +198,42 @@ pub fn main() -> ExitCode {
                     exit::OK
                 });
             }
-            let args: Vec<String> = std::env::args().collect();
+            let args: Vec<String> = args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
             let err = usage_error(&e.render().to_string(), &command_path(&args));
             err.report(false);
             return exit::code(err.code);
         }
     };
     run_cli(cli)
+}
+
+/// A `run` or `resume` command line parsed against that subcommand's options alone:
+/// building the definitions of all sixteen subcommands is most of clap's start-up, and
+/// these two start every run. `None` for anything else, and for any line clap refuses
+/// or answers with help: the full definition then parses it again, so help, versions
+/// and errors read as they always do. A line this accepts, the full one accepts alike
+/// (the subcommand's options are the same `Args`).
+fn parse_one(args: &[std::ffi::OsString]) -> Option<(Cli, clap::ArgMatches)> {
+    use clap::Args;
+    let sub = match args.get(1)?.to_str()? {
+        "run" => run::RunArgs::augment_args(clap::Command::new("run")),
+        "resume" => resume::ResumeArgs::augment_args(clap::Command::new("resume")),
+        _ => return None,
+    };
+    let m = clap::Command::new("canvas")
+        .disable_help_subcommand(true)
+        .subcommand(sub)
+        .try_get_matches_from(args)
+        .ok()?;
+    let command = match m.subcommand()? {
+        ("run", sub) => Command::Run(run::RunArgs::from_arg_matches(sub).ok()?),
+        ("resume", sub) => Command::Resume(resume::ResumeArgs::from_arg_matches(sub).ok()?),
+        _ => return None,
+    };
+    Some((Cli { command }, m))
 }
 
 /// `canvas` and the subcommands `args` names (`canvas runs prune`), for hints.

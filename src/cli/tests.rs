@@ -180,3 +180,46 @@ fn env_twins_read_as_before() {
     };
     assert_eq!(empty.path(), canvas_store::default_path());
 }
+
+/// `run` and `resume` lines are parsed against their own subcommand first: a line it
+/// takes must come out as the full definition reads it, with the same options given
+/// explicitly; the lines clap refuses or answers with help must be left to the full one.
+#[test]
+fn one_subcommand_parses_as_the_whole_definition() {
+    use clap::{CommandFactory, FromArgMatches};
+    let help = [
+        "canvas run --help",
+        "canvas run -h",
+        "canvas resume --help",
+        "canvas run flow.json --version",
+    ];
+    let mut taken = 0;
+    for line in VALID.iter().chain(INVALID).chain(&help) {
+        let args: Vec<std::ffi::OsString> = line.split_whitespace().map(Into::into).collect();
+        let full = Cli::command()
+            .try_get_matches_from(&args)
+            .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
+        let Some((cli, m)) = super::parse_one(&args) else {
+            let fast_path = matches!(args.get(1).and_then(|a| a.to_str()), Some("run" | "resume"));
+            assert!(
+                !fast_path || full.is_err(),
+                "{line}: the full definition takes it, the subcommand alone should too"
+            );
+            continue;
+        };
+        taken += 1;
+        let (full_cli, full_m) =
+            full.unwrap_or_else(|e| panic!("{line}: taken alone, refused whole: {e}"));
+        assert_eq!(format!("{cli:?}"), format!("{full_cli:?}"), "{line}");
+        let (name, sub) = m.subcommand().expect("a subcommand");
+        let (full_name, full_sub) = full_m.subcommand().expect("a subcommand");
+        assert_eq!(name, full_name, "{line}");
+        assert_eq!(
+            super::explicit_ids(sub),
+            super::explicit_ids(full_sub),
+            "{line}"
+        );
+    }
+    // Every valid `run` and `resume` line of the table.
+    assert_eq!(taken, 11);
+}
