@@ -112,6 +112,7 @@ pub fn exec(mut args: ResumeArgs) -> Result<u8, CliError> {
                 (Some(st), Some(t)) if st.cursor.is_some() => Next::Continue {
                     turn: t.turn,
                     again: None,
+                    fresh: false,
                 },
                 // Stopped before its first checkpoint: run that turn again from the
                 // state before it.
@@ -122,6 +123,7 @@ pub fn exec(mut args: ResumeArgs) -> Result<u8, CliError> {
                         query: t.query,
                         inputs: t.inputs.as_object().cloned().unwrap_or_default(),
                     }),
+                    fresh: false,
                 },
                 (_, None) => {
                     return Err(CliError::invalid(format!(

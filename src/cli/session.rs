@@ -143,6 +143,9 @@ pub enum Next {
         turn: u32,
         /// When the turn must be run again: its stored request.
         again: Option<TurnRequest>,
+        /// The run was stored for this turn just now: it is running already, and a
+        /// cancel pending for it came after it was stored, so it is kept.
+        fresh: bool,
     },
 }
 
@@ -206,14 +209,14 @@ impl Session<'_> {
     /// the terminal. Holds the run's lease throughout; Ctrl-C stops at the next node
     /// boundary (a second Ctrl-C exits at once: the last checkpoint is kept).
     pub fn drive(&self, state: RunState, next: Next) -> Result<Driven, CliError> {
-        let run_id = self.run_id.clone();
+        let run_id = &self.run_id;
         let holder = lease_holder();
         let taken = self
             .store
-            .acquire_lease(&run_id, &holder, LEASE_TTL)
+            .acquire_lease(run_id, &holder, LEASE_TTL)
             .map_err(|e| self.store_error(e))?;
         if !taken {
-            let owner = self.store.lease_owner(&run_id).ok().flatten();
+            let owner = self.store.lease_owner(run_id).ok().flatten();
             return Err(CliError::invalid(format!(
                 "run {run_id} is being run by another process{}",
                 owner.map(|o| format!(" ({o})")).unwrap_or_default()
@@ -222,6 +225,12 @@ impl Session<'_> {
                 "wait for it, or stop it with `canvas cancel {run_id}`"
             )));
         }
+        self.drive_leased(state, next, &holder)
+    }
+
+    /// [`drive`](Self::drive) once `holder` holds the run's lease; gives it up at the end.
+    fn drive_leased(&self, state: RunState, next: Next, holder: &str) -> Result<Driven, CliError> {
+        let run_id = self.run_id.clone();
         let stop = StopSignal::new();
         let signals = Signals::watch(&stop, &run_id);
         let res = std::thread::scope(|s| {
@@ -229,7 +238,7 @@ impl Session<'_> {
             self.turns(state, next, &stop, &writer)
         });
         drop(signals);
-        let _ = self.store.release_lease(&run_id, &holder);
+        let _ = self.store.release_lease(&run_id, holder);
         res
     }
 
@@ -241,9 +250,12 @@ impl Session<'_> {
         request: TurnRequest,
         state: RunState,
     ) -> Result<Driven, CliError> {
+        // Stored with its lease: one transaction where two were.
+        let holder = lease_holder();
+        let first = (request.kind, request.query.as_str(), &request.inputs_json());
         let turn = self
             .store
-            .create_run_with_turn(record, request.kind, &request.query, &request.inputs_json())
+            .create_run_leased(record, first, &holder, LEASE_TTL)
             .map_err(|e| {
                 // Nothing was stored: the same command can be given again once the store
                 // takes writes.
@@ -263,8 +275,9 @@ impl Session<'_> {
         let next = Next::Continue {
             turn,
             again: Some(request),
+            fresh: true,
         };
-        self.drive(state, next)
+        self.drive_leased(state, next, &holder)
     }
 
     fn turns(
@@ -283,6 +296,8 @@ impl Session<'_> {
         loop {
             // A turn continued from a checkpoint: its stored events come first.
             let mut replay = None;
+            // A new turn forgets a cancel asked of the run's last one.
+            let mut clear_cancel = true;
             let (turn_no, cfg) = match next {
                 Next::Ask { form } => {
                     next = self.ask(&form)?;
@@ -301,10 +316,13 @@ impl Session<'_> {
                     tracing::info!(run_id = %self.run_id, turn = n, kind = ?request.kind, "turn begun");
                     (n, self.config(request, stop))
                 }
-                Next::Continue { turn, again } => {
-                    self.store
-                        .set_status(&self.run_id, RunStatus::Running, None, None)
-                        .map_err(|e| self.store_error(e))?;
+                Next::Continue { turn, again, fresh } => {
+                    if !fresh {
+                        self.store
+                            .set_status(&self.run_id, RunStatus::Running, None, None)
+                            .map_err(|e| self.store_error(e))?;
+                    }
+                    clear_cancel = !fresh;
                     tracing::info!(run_id = %self.run_id, turn, from_checkpoint = again.is_none(), "turn continued");
                     if again.is_none() {
                         replay = Some(turn);
@@ -318,9 +336,11 @@ impl Session<'_> {
                     (turn, self.config(request, stop))
                 }
             };
-            self.store
-                .clear_cancel(&self.run_id)
-                .map_err(|e| self.store_error(e))?;
+            if clear_cancel {
+                self.store
+                    .clear_cancel(&self.run_id)
+                    .map_err(|e| self.store_error(e))?;
+            }
             let out = self.one_turn(state, turn_no, replay, &cfg, &mut presets, writer)?;
             state = out.state;
             if let Some(inputs) = out.preset {

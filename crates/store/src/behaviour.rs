@@ -132,6 +132,42 @@ fn a_run_is_created_with_its_first_turn(f: &Fixture) {
     assert_eq!(store.last_turn(&rec.id).unwrap().unwrap().query, "hi");
 }
 
+fn a_run_is_created_leased(f: &Fixture) {
+    let store = f.store();
+    let rec = RunRecord::new("flow.json", "{}");
+    let ttl = Duration::from_secs(30);
+    let inputs = json!({"name": "Ada"});
+    let n = store
+        .create_run_leased(&rec, (TurnKind::Start, "hi", &inputs), "pid-1", ttl)
+        .unwrap();
+    assert_eq!(n, 1);
+    let got = store.find_run(&rec.id).unwrap();
+    assert_eq!((got.turns, got.status), (1, RunStatus::Running));
+    let t = store.last_turn(&rec.id).unwrap().unwrap();
+    assert_eq!(
+        (t.kind, t.query.as_str(), t.inputs),
+        (TurnKind::Start, "hi", inputs)
+    );
+    assert_eq!(
+        store.lease_owner(&rec.id).unwrap().as_deref(),
+        Some("pid-1")
+    );
+    assert!(!store.acquire_lease(&rec.id, "pid-2", ttl).unwrap());
+    store.release_lease(&rec.id, "pid-1").unwrap();
+    // The same id twice: nothing half-written, the lease not taken over.
+    assert!(store.acquire_lease(&rec.id, "pid-3", ttl).unwrap());
+    assert!(
+        store
+            .create_run_leased(&rec, (TurnKind::Start, "x", &json!({})), "pid-4", ttl)
+            .is_err()
+    );
+    assert_eq!(store.last_turn(&rec.id).unwrap().unwrap().query, "hi");
+    assert_eq!(
+        store.lease_owner(&rec.id).unwrap().as_deref(),
+        Some("pid-3")
+    );
+}
+
 fn end_turn_sets_the_status_with_the_checkpoint(f: &Fixture) {
     let store = f.store();
     run(store, "01R", 1.0);
@@ -948,6 +984,7 @@ on_both!(
     list_runs_newest_first_with_filter_and_limit,
     a_read_only_store_reads_and_never_writes,
     a_run_is_created_with_its_first_turn,
+    a_run_is_created_leased,
     end_turn_sets_the_status_with_the_checkpoint,
     a_dead_local_holder_loses_the_lease_at_once,
     status_turns_and_waiting_form,

@@ -242,6 +242,38 @@ impl PgStore {
         Ok(())
     }
 
+    /// Insert `rec` with its first turn, and its lease when `lease` names the owner, in
+    /// one transaction.
+    fn create_first_turn(
+        &self,
+        rec: &RunRecord,
+        (kind, query, inputs): (TurnKind, &str, &Value),
+        lease: Option<(&str, Duration)>,
+    ) -> Result<u32> {
+        let ctx = format!("creating the run (run {})", rec.id);
+        let inputs = to_json(inputs)?;
+        self.tx(&ctx, |tx| {
+            insert_run(tx, &ctx, rec, 1, RunStatus::Running)?;
+            tx.execute(
+                "INSERT INTO turns (run_id, turn, kind, query, inputs, started_at)
+                 VALUES ($1, 1, $2, $3, $4, $5)",
+                &[&rec.id, &kind.as_str(), &query, &inputs, &rec.created_at],
+            )
+            .map_err(|e| pg_err(&ctx, e))?;
+            if let Some((owner, ttl)) = lease {
+                tx.execute(
+                    &format!(
+                        "UPDATE runs SET lease_owner = $2, lease_expires = {NOW} + $3 \
+                         WHERE id = $1"
+                    ),
+                    &[&rec.id, &owner, &ttl.as_secs_f64()],
+                )
+                .map_err(|e| pg_err(&ctx, e))?;
+            }
+            Ok(1)
+        })
+    }
+
     fn take_lease(&self, run_id: &str, owner: &str, ttl: Duration) -> Result<bool> {
         let ctx = format!("taking the lease (run {run_id})");
         let ttl = ttl.as_secs_f64();
@@ -689,18 +721,17 @@ impl Store for PgStore {
         query: &str,
         inputs: &Value,
     ) -> Result<u32> {
-        let ctx = format!("creating the run (run {})", rec.id);
-        let inputs = to_json(inputs)?;
-        self.tx(&ctx, |tx| {
-            insert_run(tx, &ctx, rec, 1, RunStatus::Running)?;
-            tx.execute(
-                "INSERT INTO turns (run_id, turn, kind, query, inputs, started_at)
-                 VALUES ($1, 1, $2, $3, $4, $5)",
-                &[&rec.id, &kind.as_str(), &query, &inputs, &rec.created_at],
-            )
-            .map_err(|e| pg_err(&ctx, e))?;
-            Ok(1)
-        })
+        self.create_first_turn(rec, (kind, query, inputs), None)
+    }
+
+    fn create_run_leased(
+        &self,
+        rec: &RunRecord,
+        turn: (TurnKind, &str, &Value),
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<u32> {
+        self.create_first_turn(rec, turn, Some((owner, ttl)))
     }
 
     fn find_run(&self, id_or_prefix: &str) -> Result<RunRecord> {

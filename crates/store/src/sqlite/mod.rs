@@ -323,6 +323,37 @@ impl SqliteStore {
         raw.map(RawRun::into_record).transpose()
     }
 
+    /// Insert `rec` with its first turn, and its lease when `lease` names the owner, in
+    /// one transaction.
+    fn create_first_turn(
+        &self,
+        rec: &RunRecord,
+        (kind, query, inputs): (TurnKind, &str, &Value),
+        lease: Option<(&str, Duration)>,
+    ) -> Result<u32> {
+        let op = Op("creating the run", &rec.id);
+        let inputs = to_json(inputs)?;
+        self.write(op, |tx| {
+            insert_run(tx, op, rec, 1, RunStatus::Running)?;
+            exec(
+                tx,
+                op,
+                "INSERT INTO turns (run_id, turn, kind, query, inputs, started_at)
+                 VALUES (?1, 1, ?2, ?3, ?4, ?5)",
+                params![rec.id, kind.as_str(), query, inputs, rec.created_at],
+            )?;
+            if let Some((owner, ttl)) = lease {
+                exec(
+                    tx,
+                    op,
+                    "UPDATE runs SET lease_owner = ?2, lease_expires = ?3 WHERE id = ?1",
+                    params![rec.id, owner, unix_now() + ttl.as_secs_f64()],
+                )?;
+            }
+            Ok(1)
+        })
+    }
+
     fn take_lease(&self, run_id: &str, owner: &str, ttl: Duration) -> Result<bool> {
         let op = Op("taking the lease", run_id);
         self.write(op, |tx| {
@@ -607,19 +638,17 @@ impl Store for SqliteStore {
         query: &str,
         inputs: &Value,
     ) -> Result<u32> {
-        let op = Op("creating the run", &rec.id);
-        let inputs = to_json(inputs)?;
-        self.write(op, |tx| {
-            insert_run(tx, op, rec, 1, RunStatus::Running)?;
-            exec(
-                tx,
-                op,
-                "INSERT INTO turns (run_id, turn, kind, query, inputs, started_at)
-                 VALUES (?1, 1, ?2, ?3, ?4, ?5)",
-                params![rec.id, kind.as_str(), query, inputs, rec.created_at],
-            )?;
-            Ok(1)
-        })
+        self.create_first_turn(rec, (kind, query, inputs), None)
+    }
+
+    fn create_run_leased(
+        &self,
+        rec: &RunRecord,
+        turn: (TurnKind, &str, &Value),
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<u32> {
+        self.create_first_turn(rec, turn, Some((owner, ttl)))
     }
 
     fn find_run(&self, id_or_prefix: &str) -> Result<RunRecord> {
