@@ -503,7 +503,7 @@ impl Session<'_> {
     }
 
     /// Run the turn on a current-thread runtime, with the watcher (cancel requests, lease
-    /// renewal) beside it. `None` when `--timeout` dropped it.
+    /// renewal) beside it from its first look on. `None` when `--timeout` dropped it.
     fn run_watched(
         &self,
         state: RunState,
@@ -519,9 +519,19 @@ impl Session<'_> {
         let (done_tx, done_rx) = mpsc::channel::<()>();
         let run_id = &self.run_id;
         Ok(std::thread::scope(|s| {
-            s.spawn(|| watch(self.store, run_id, &cfg.stop, done_rx));
             let r = rt.block_on(async {
-                let fut = run_turn(self.canvas, state, cfg, reporter);
+                let turn = run_turn(self.canvas, state, cfg, reporter);
+                let fut = async {
+                    tokio::pin!(turn);
+                    // The watcher's first look comes WATCH_EVERY in: a turn done before
+                    // then (most of a short canvas's) needs no thread for it at all.
+                    tokio::select! {
+                        ran = &mut turn => return ran,
+                        () = tokio::time::sleep(WATCH_EVERY) => {}
+                    }
+                    s.spawn(|| watch(self.store, run_id, &cfg.stop, done_rx));
+                    turn.await
+                };
                 match self.args.timeout {
                     Some(secs) if secs > 0.0 => {
                         tokio::time::timeout(Duration::from_secs_f64(secs), fut)
@@ -882,7 +892,8 @@ impl Presets {
 fn watch(store: &dyn Store, run_id: &str, stop: &StopSignal, done: mpsc::Receiver<()>) {
     let holder = lease_holder();
     let mut renewed = Instant::now();
-    while let Err(mpsc::RecvTimeoutError::Timeout) = done.recv_timeout(WATCH_EVERY) {
+    // Started at its first look: it looks, then every WATCH_EVERY.
+    loop {
         if store.cancel_requested(run_id).unwrap_or(false) {
             stop.request(StopReason::Cancelled);
         }
@@ -892,6 +903,12 @@ fn watch(store: &dyn Store, run_id: &str, stop: &StopSignal, done: mpsc::Receive
                 // Another process took the run over: stop here rather than both run it.
                 stop.request(StopReason::Cancelled);
             }
+        }
+        if !matches!(
+            done.recv_timeout(WATCH_EVERY),
+            Err(mpsc::RecvTimeoutError::Timeout)
+        ) {
+            return;
         }
     }
 }
