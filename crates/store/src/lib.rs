@@ -490,25 +490,15 @@ pub trait Store: Batches + Agents + Send + Sync {
         inputs: &Value,
     ) -> Result<u32>;
     /// [`create_run_with_turn`](Store::create_run_with_turn) with the run's lease taken
-    /// for `owner` as well: a new run is never seen unheld by a `prune` or another
-    /// process. In one transaction where the store can; this default takes two.
+    /// for `owner` in the same transaction: a new run is never seen unheld by a `prune`
+    /// or another process.
     fn create_run_leased(
         &self,
         rec: &RunRecord,
         turn: (TurnKind, &str, &Value),
         owner: &str,
         ttl: Duration,
-    ) -> Result<u32> {
-        let (kind, query, inputs) = turn;
-        let n = self.create_run_with_turn(rec, kind, query, inputs)?;
-        if !self.acquire_lease(&rec.id, owner, ttl)? {
-            return Err(StoreError::Leased {
-                run_id: rec.id.clone(),
-                owner: self.lease_owner(&rec.id)?.unwrap_or_default(),
-            });
-        }
-        Ok(n)
-    }
+    ) -> Result<u32>;
     /// A run by full id, `latest` (newest created) or unique case-insensitive prefix.
     fn find_run(&self, id_or_prefix: &str) -> Result<RunRecord>;
     /// Runs newest first, optionally of one status; `limit` 0 means all.
