@@ -42,6 +42,8 @@ pub(super) struct Reporter<'a> {
     line: Vec<u8>,
     /// The end of every line of this turn, written once.
     envelope: wire::EnvelopeText,
+    /// Writes each event's `data`, keeping what a node's events repeat.
+    data_writer: wire::DataWriter,
     /// Render held events only once durable (a terminal), rather than hold their bytes.
     live: bool,
     /// Events held back in live mode, with their lines.
@@ -77,6 +79,7 @@ impl<'a> Reporter<'a> {
             data: Vec::new(),
             line: Vec::new(),
             envelope: wire::EnvelopeText::default(),
+            data_writer: wire::DataWriter::default(),
             live: output.is_eager(),
             held: Vec::new(),
             as_is: renderer.lines_as_is(),
@@ -270,7 +273,9 @@ impl EventSink for Reporter<'_> {
     fn emit(&mut self, ev: &Event) -> io::Result<()> {
         self.check()?;
         self.data.clear();
-        wire::write_data(&ev.kind, &mut self.data).map_err(io::Error::other)?;
+        self.data_writer
+            .write(&ev.kind, &mut self.data)
+            .map_err(io::Error::other)?;
         let data = std::str::from_utf8(&self.data).map_err(io::Error::other)?;
         let name = ev.kind.name();
         self.chunks

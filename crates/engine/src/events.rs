@@ -235,6 +235,9 @@ impl EventKind {
 /// every event of a turn repeats.
 pub mod wire {
 
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
     use serde::ser::{Serialize, SerializeMap, Serializer};
     use serde_json::Value;
 
@@ -291,16 +294,104 @@ pub mod wire {
 
     /// Append the JSON of `kind`'s `data` to `out`.
     pub fn write_data(kind: &EventKind, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        write_kind(kind, None, out)
+    }
+
+    /// Writes events' `data` as [`write_data`] does, keeping the text of each
+    /// component's three members (`component_id`, `component_name`, `component_type`)
+    /// once written: a node's events all repeat them, and escaping them again was a
+    /// third of the writing of a node's event.
+    #[derive(Debug, Default)]
+    pub struct DataWriter {
+        /// Keyed by the address of the id's text, which the entry keeps alive (so no
+        /// other id can take that address while it is here).
+        idents: HashMap<usize, Ident, foldhash::fast::RandomState>,
+    }
+
+    /// One component's members, as written.
+    #[derive(Debug)]
+    struct Ident {
+        id: Arc<str>,
+        name: Arc<str>,
+        class: Arc<str>,
+        text: Box<[u8]>,
+    }
+
+    /// Most components a [`DataWriter`] keeps (far above a canvas's; beyond, the
+    /// members are written each time).
+    const IDENTS_KEPT: usize = 4096;
+
+    impl DataWriter {
+        /// Append the JSON of `kind`'s `data` to `out` (what [`write_data`] writes).
+        pub fn write(&mut self, kind: &EventKind, out: &mut Vec<u8>) -> serde_json::Result<()> {
+            write_kind(kind, Some(self), out)
+        }
+
+        /// The three members of the component of `id`, `name` and `class`, to `out`.
+        fn component(
+            &mut self,
+            id: &Arc<str>,
+            name: &Arc<str>,
+            class: &Arc<str>,
+            out: &mut Vec<u8>,
+        ) {
+            let key = Arc::as_ptr(id).cast::<u8>() as usize;
+            if let Some(i) = self.idents.get(&key) {
+                // The same id text (the key); its name and class are the node's own,
+                // shared the same way (an event built by hand may pair them otherwise).
+                if Arc::ptr_eq(&i.id, id)
+                    && Arc::ptr_eq(&i.name, name)
+                    && Arc::ptr_eq(&i.class, class)
+                {
+                    out.extend_from_slice(&i.text);
+                    return;
+                }
+            } else if self.idents.len() < IDENTS_KEPT {
+                let mut text = Vec::with_capacity(id.len() + name.len() + class.len() + 60);
+                component(id, name, class, &mut text);
+                out.extend_from_slice(&text);
+                let ident = Ident {
+                    id: id.clone(),
+                    name: name.clone(),
+                    class: class.clone(),
+                    text: text.into_boxed_slice(),
+                };
+                self.idents.insert(key, ident);
+                return;
+            }
+            component(id, name, class, out);
+        }
+    }
+
+    fn write_kind(
+        kind: &EventKind,
+        idents: Option<&mut DataWriter>,
+        out: &mut Vec<u8>,
+    ) -> serde_json::Result<()> {
         match kind {
             // The two events of every node are written here: serde's generic path was
             // most of their cost. Byte for byte what serde writes (tested).
-            EventKind::NodeStarted(d) => node_started(d, out),
-            EventKind::NodeFinished(d) => node_finished(d, out)?,
+            EventKind::NodeStarted(d) => node_started(d, idents, out),
+            EventKind::NodeFinished(d) => node_finished(d, idents, out)?,
             // One per streamed chunk: a long answer's thousands.
             EventKind::Message(d) => message(d, out),
             _ => serde_json::to_writer(out, &Data(kind))?,
         }
         Ok(())
+    }
+
+    /// The component members of a node's event, kept by `idents` when there is one.
+    fn members(
+        id: &Arc<str>,
+        name: &Arc<str>,
+        class: &Arc<str>,
+        idents: Option<&mut DataWriter>,
+        out: &mut Vec<u8>,
+    ) {
+        match idents {
+            Some(w) => w.component(id, name, class, out),
+            None => component(id, name, class, out),
+        }
     }
 
     fn message(d: &MessageChunk, out: &mut Vec<u8>) {
@@ -317,12 +408,18 @@ pub mod wire {
         out.push(b'}');
     }
 
-    fn node_started(d: &NodeStarted, out: &mut Vec<u8>) {
+    fn node_started(d: &NodeStarted, idents: Option<&mut DataWriter>, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"inputs\":");
         value(&d.inputs, out);
         out.extend_from_slice(b",\"created_at\":");
         number(&d.created_at, out);
-        component(&d.component_id, &d.component_name, &d.component_type, out);
+        members(
+            &d.component_id,
+            &d.component_name,
+            &d.component_type,
+            idents,
+            out,
+        );
         out.extend_from_slice(b",\"thoughts\":");
         json_str(&d.thoughts, out);
         out.push(b'}');
@@ -338,12 +435,22 @@ pub mod wire {
         json_str(class, out);
     }
 
-    fn node_finished(d: &NodeFinished, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    fn node_finished(
+        d: &NodeFinished,
+        idents: Option<&mut DataWriter>,
+        out: &mut Vec<u8>,
+    ) -> serde_json::Result<()> {
         out.extend_from_slice(b"{\"inputs\":");
         object(&d.inputs, out);
         out.extend_from_slice(b",\"outputs\":");
         object(&d.outputs, out);
-        component(&d.component_id, &d.component_name, &d.component_type, out);
+        members(
+            &d.component_id,
+            &d.component_name,
+            &d.component_type,
+            idents,
+            out,
+        );
         out.extend_from_slice(b",\"error\":");
         match &d.error {
             Some(e) => json_str(e, out),
@@ -713,6 +820,64 @@ mod tests {
         for kind in kinds {
             let ev = Event::test(kind, "r");
             assert_eq!(wire_line(&ev), serde_json::to_string(&ev).unwrap());
+        }
+    }
+
+    /// A `DataWriter` writes what `write_data` writes: for events of one node again and
+    /// again, for an id shared with another name or class (built by hand), for ids
+    /// with escapes, and past the number of components it keeps.
+    #[test]
+    fn a_data_writer_writes_what_write_data_writes() {
+        let started = |id: &Arc<str>, name: &Arc<str>, class: &Arc<str>| {
+            EventKind::NodeStarted(NodeStarted {
+                inputs: Value::Null,
+                created_at: 7,
+                component_id: id.clone(),
+                component_name: name.clone(),
+                component_type: class.clone(),
+                thoughts: "t".into(),
+            })
+        };
+        let finished = |id: &Arc<str>, name: &Arc<str>, class: &Arc<str>| {
+            EventKind::NodeFinished(NodeFinished {
+                inputs: Object::new(),
+                outputs: json!({"a": 1}).as_object().cloned().unwrap().into(),
+                component_id: id.clone(),
+                component_name: name.clone(),
+                component_type: class.clone(),
+                error: None,
+                elapsed_time: 0.5,
+                created_at: 1.5,
+                usage: None,
+            })
+        };
+        let a: [Arc<str>; 3] = ["Loop:A \"q\"".into(), "名前".into(), "Loop".into()];
+        let b: [Arc<str>; 3] = ["Item:B\n".into(), "".into(), "LoopItem".into()];
+        let other_name: Arc<str> = "another".into();
+        let other_class: Arc<str> = "Message".into();
+        let mut kinds = every_kind();
+        for _ in 0..3 {
+            for [id, name, class] in [&a, &b] {
+                kinds.push(started(id, name, class));
+                kinds.push(finished(id, name, class));
+            }
+            kinds.push(started(&a[0], &other_name, &a[2]));
+            kinds.push(finished(&a[0], &a[1], &other_class));
+        }
+        // More components than it keeps, each twice.
+        let many: Vec<Arc<str>> = (0..5000).map(|i| format!("C:{i}").into()).collect();
+        for id in many.iter().chain(&many) {
+            kinds.push(started(id, &a[1], &a[2]));
+        }
+        let mut writer = wire::DataWriter::default();
+        for kind in &kinds {
+            let (mut want, mut got) = (Vec::new(), Vec::new());
+            wire::write_data(kind, &mut want).unwrap();
+            writer.write(kind, &mut got).unwrap();
+            assert_eq!(
+                String::from_utf8(got).unwrap(),
+                String::from_utf8(want).unwrap()
+            );
         }
     }
 

@@ -71,6 +71,8 @@ pub struct StoreSink<'a> {
     line: Vec<u8>,
     /// The end of every line of this turn, written once.
     envelope: wire::EnvelopeText,
+    /// Writes each event's `data`, keeping what a node's events repeat.
+    data_writer: wire::DataWriter,
 }
 
 impl<'a> StoreSink<'a> {
@@ -94,6 +96,7 @@ impl<'a> StoreSink<'a> {
             submitted: 0,
             line: Vec::new(),
             envelope: wire::EnvelopeText::default(),
+            data_writer: wire::DataWriter::default(),
         }
     }
 
@@ -202,7 +205,9 @@ impl EventSink for StoreSink<'_> {
             return Err(store_error(&*e));
         }
         self.data.clear();
-        wire::write_data(&ev.kind, &mut self.data).map_err(std::io::Error::other)?;
+        self.data_writer
+            .write(&ev.kind, &mut self.data)
+            .map_err(std::io::Error::other)?;
         let data = std::str::from_utf8(&self.data).map_err(std::io::Error::other)?;
         self.chunks
             .append(&ev.message_id, ev.created_at, ev.kind.name(), data);
