@@ -19,6 +19,9 @@ use canvas_pyrt::Object;
 pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 /// A set with [`FastMap`]'s hasher.
 pub type FastSet<T> = HashSet<T, foldhash::fast::RandomState>;
+/// The components' states by id ([`RunState::nodes`]): [`FastMap`]'s hasher, and
+/// hashbrown's map, which finds or adds a component by `&str` in one lookup.
+pub type NodeMap = hashbrown::HashMap<String, Arc<NodeState>, foldhash::fast::RandomState>;
 
 /// Outputs and recorded input values of one component.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -54,7 +57,7 @@ pub struct RunState {
     /// Per component state, keyed by component id. Shared, not copied, with the copies
     /// of the state a checkpointer keeps: a node is copied when it changes after one
     /// ([`RunState::node_mut`]).
-    pub nodes: FastMap<String, Arc<NodeState>>,
+    pub nodes: NodeMap,
     /// IterationItem / LoopItem pass counters (`_idx`), keyed by the item's id.
     pub counters: FastMap<String, i64>,
     /// Where the turn under way stands; `None` between turns (finished or waiting).
@@ -319,11 +322,8 @@ impl RunState {
     /// A component's state for changing (created when missing); recorded as touched.
     pub fn node_mut(&mut self, cpn: &str) -> &mut NodeState {
         self.touched.mark(cpn);
-        // Looked up before `entry`, which would copy the id on every call.
-        if !self.nodes.contains_key(cpn) {
-            self.nodes.insert(cpn.to_string(), Arc::default());
-        }
-        Arc::make_mut(self.nodes.get_mut(cpn).expect("inserted above"))
+        // The id is copied only when the component is new.
+        Arc::make_mut(self.nodes.entry_ref(cpn).or_default())
     }
 
     /// The `_ERROR` output of a component, when set to a non-null value.
