@@ -443,7 +443,7 @@ pub mod wire {
         out.extend_from_slice(b"{\"inputs\":");
         object(&d.inputs, out);
         out.extend_from_slice(b",\"outputs\":");
-        object(&d.outputs, out);
+        let created = outputs(&d.outputs, out);
         members(
             &d.component_id,
             &d.component_name,
@@ -459,7 +459,10 @@ pub mod wire {
         out.extend_from_slice(b",\"elapsed_time\":");
         number(&d.elapsed_time, out);
         out.extend_from_slice(b",\"created_at\":");
-        number(&d.created_at, out);
+        match created {
+            Some((bits, at)) if bits == d.created_at.to_bits() => out.extend_from_within(at),
+            _ => number(&d.created_at, out),
+        }
         if let Some(usage) = &d.usage {
             out.extend_from_slice(b",\"usage\":");
             serde_json::to_writer(&mut *out, usage)?;
@@ -501,6 +504,33 @@ pub mod wire {
             value(v, out);
         }
         out.push(b'}');
+    }
+
+    /// [`object`] for a node's outputs, also giving where it wrote a `_created_time`
+    /// float and that float's bits: the event's `created_at` is the same time, and a
+    /// float's shortest digits are a good part of the cost of an event.
+    fn outputs(
+        m: &serde_json::Map<String, Value>,
+        out: &mut Vec<u8>,
+    ) -> Option<(u64, std::ops::Range<usize>)> {
+        let mut created = None;
+        out.push(b'{');
+        for (i, (k, v)) in m.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            json_str(k, out);
+            out.push(b':');
+            let start = out.len();
+            value(v, out);
+            if let Value::Number(n) = v {
+                if n.is_f64() && k == "_created_time" {
+                    created = n.as_f64().map(|f| (f.to_bits(), start..out.len()));
+                }
+            }
+        }
+        out.push(b'}');
+        created
     }
 
     /// A number as serde_json writes it (a float that is not finite as `null`).
@@ -789,6 +819,21 @@ mod tests {
                     calls: 1,
                 }),
             }));
+            // `created_at` the same time as the `_created_time` output, or not quite.
+            for created in [elapsed, -elapsed, 1_795_764_185.653_447_6] {
+                kinds.push(EventKind::NodeFinished(NodeFinished {
+                    inputs: Object::new(),
+                    outputs: obj(json!({"_created_time": elapsed, "x": {"_created_time": 1}}))
+                        .into(),
+                    component_id: "A".into(),
+                    component_name: "".into(),
+                    component_type: "Loop".into(),
+                    error: None,
+                    elapsed_time: 1.0,
+                    created_at: created,
+                    usage: None,
+                }));
+            }
             kinds.push(EventKind::Message(MessageChunk {
                 content: json!(elapsed),
                 start_to_think: None,
