@@ -2,6 +2,7 @@
 """Whole-process benchmark of the bench canvases in ../shared/bench.
 
 usage: scripts/bench.py [--bin PATH] [--runs N] [--warmup N] [--cases DIR] [--only REGEX] [--json]
+                        [--against OTHER_BINARY]
 
 Each case runs as a user runs it (the contract of ../shared/conformance/run.py):
   canvas run canvas.json -q QUERY --inputs INPUTS.json --mock-llm LLM.json
@@ -18,6 +19,14 @@ Without --bin, `cargo build --release --locked -q` builds target/release/canvas 
 A run that exits non-zero, or whose event count differs from expected.jsonl, is an error:
 it is printed and the script exits 1 at the end. No thresholds are asserted: it is a report.
 `cargo bench` keeps the in-process figures.
+
+With --against OTHER_BINARY it compares two builds instead: each case runs with one
+binary, then the other (the order alternating), --runs times, each binary with a store of
+its own, and the report gives, per case, each binary's median and the median of the
+pairs' ratios (this binary's time over the other's, wall and CPU): on a machine whose
+speed drifts, a ratio taken pair by pair holds where two medians taken minutes apart do
+not. Build the other binary in its own checkout (`git worktree add`), with its own
+symbol order (`scripts/symbol_order.py` there), or it runs partly outside its layout.
 """
 import argparse, json, os, platform, re, shlex, shutil, statistics, subprocess, sys
 
@@ -50,6 +59,8 @@ def parse_args():
     ap.add_argument("--json", action="store_true", help="machine-readable results")
     ap.add_argument("--fresh-store", action="store_true",
                     help="delete the store before every run (default: one store per case)")
+    ap.add_argument("--against", metavar="OTHER_BINARY",
+                    help="compare with another build: runs in turn, medians of paired ratios")
     a = ap.parse_args()
     if a.runs < 5:
         ap.error("--runs must be at least 5")
@@ -215,16 +226,7 @@ def bench(spawner, name, binary, args, d, runs, warmup, expected_events, errors,
     for i in range(warmup + runs):
         r = run_once(spawner, binary, args, d, fresh)
         stored = r["events"] if fresh else stored + r["events"]
-        why = None
-        if r["code"] != 0:
-            why = f"exit {r['code']}"
-        elif r["bad"]:
-            why = f"{r['bad']} non-JSON lines on stdout"
-        elif expected_events is not None and r["events"] != expected_events:
-            why = f"{r['events']} events, expected {expected_events}"
-        if why:
-            errors.append(f"{name} run {i + 1}: {why}; stderr: {r['stderr'].strip()[:300]}")
-            print(f"ERROR {errors[-1]}", file=sys.stderr)
+        check(f"{name} run {i + 1}", r, expected_events, errors)
         if i >= warmup:
             walls.append(r["wall"])
             rss.append(r["rss_kib"] / 1024)
@@ -252,6 +254,61 @@ def paired_diffs(spawner, binary, a, b, pairs, fresh):
         rb = run_once(spawner, binary, b[1], b[0], fresh)
         diffs.append(ra["wall"] - rb["wall"])
     return diffs
+
+
+def check(name, r, expected_events, errors):
+    """Record a run that failed or gave the wrong number of events."""
+    why = None
+    if r["code"] != 0:
+        why = f"exit {r['code']}"
+    elif r["bad"]:
+        why = f"{r['bad']} non-JSON lines on stdout"
+    elif expected_events is not None and r["events"] != expected_events:
+        why = f"{r['events']} events, expected {expected_events}"
+    if why:
+        errors.append(f"{name}: {why}; stderr: {r['stderr'].strip()[:300]}")
+        print(f"ERROR {errors[-1]}", file=sys.stderr)
+
+
+def compare(spawner, name, binaries, runs, warmup, expected_events, errors, fresh):
+    """Each of the two `binaries` ((label, path, work dir, args)) in turn, the order
+    alternating, `runs` times after `warmup` runs each. Returns the summary."""
+    for label, binary, d, args in binaries:
+        remove_store(d)
+        for _ in range(warmup):
+            check(f"{name} ({label}, warm-up)", run_once(spawner, binary, args, d, fresh),
+                  expected_events, errors)
+    got = {label: [] for label, _, _, _ in binaries}
+    for i in range(runs):
+        for label, binary, d, args in (binaries if i % 2 == 0 else binaries[::-1]):
+            r = run_once(spawner, binary, args, d, fresh)
+            check(f"{name} ({label}) run {i + 1}", r, expected_events, errors)
+            got[label].append(r)
+    (a, _, _, _), (b, _, _, _) = binaries
+    med = statistics.median
+    return {"name": name, "runs": runs,
+            **{f"{label}_{k}": med(r[k] for r in got[label])
+               for label in (a, b) for k in ("wall", "cpu", "faults")},
+            "wall_ratio": med(x["wall"] / y["wall"] for x, y in zip(got[a], got[b])),
+            "cpu_ratio": med(x["cpu"] / max(y["cpu"], 1e-9) for x, y in zip(got[a], got[b]))}
+
+
+def report_comparison(rows, binary, other):
+    """The table of --against."""
+    print(f"this:    {binary}\n         {symbol_order(binary)}")
+    # The other build's symbol names carry its own crates' hashes: its checkout's list
+    # is the one to check it against (`scripts/symbol_order.py --check` there).
+    print(f"other:   {other}")
+    print(f"runs:    {rows[0]['runs'] if rows else 0} pairs per case, in turn, the order alternating\n")
+    head = ["case", "this ms (median)", "other ms (median)", "this/other wall", "this/other CPU",
+            "page faults this / other"]
+    table = [[r["name"], f"{r['this_wall'] * 1e3:.2f}", f"{r['other_wall'] * 1e3:.2f}",
+              f"×{r['wall_ratio']:.3f}", f"×{r['cpu_ratio']:.3f}",
+              f"{r['this_faults']:.0f} / {r['other_faults']:.0f}"] for r in rows]
+    widths = [max(len(x[i]) for x in table + [head]) for i in range(len(head))]
+    for row in [head, ["-" * w for w in widths]] + table:
+        print(" | ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    print("\nratios are medians of the pairs' ratios: below 1, this binary is the faster")
 
 
 def expected_count(case_dir):
@@ -387,6 +444,10 @@ def main():
     if not os.access(binary, os.X_OK):
         print(f"bench.py: not an executable: {binary}", file=sys.stderr)
         sys.exit(2)
+    other = os.path.abspath(a.against) if a.against else None
+    if other and not os.access(other, os.X_OK):
+        print(f"bench.py: not an executable: {other}", file=sys.stderr)
+        sys.exit(2)
     version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
     names = sorted(n for n in os.listdir(cases_dir) if os.path.isfile(os.path.join(cases_dir, n, "case.json")))
     if a.only:
@@ -397,6 +458,42 @@ def main():
     spawner = Spawner()
     floor = rss_floor(spawner)
     errors, results, baselines = [], [], {}
+
+    if other:
+        rows = []
+        for n in ["base_message"] + names:
+            if n == "base_message":
+                canvas, case, expected = os.path.join(WORK, n, "canvas.json"), \
+                    {"turns": [{"query": "", "inputs": {}}]}, None
+            else:
+                case_dir = os.path.join(cases_dir, n)
+                case = json.load(open(os.path.join(case_dir, "case.json"), encoding="utf-8"))
+                canvas, expected = os.path.join(case_dir, "canvas.json"), expected_count(case_dir)
+            # A store each: the two builds may not share a store's schema.
+            pair = []
+            for label, path in (("this", binary), ("other", other)):
+                d, args = prepare(f"{n}-{label}", canvas, case)
+                if n == "base_message":
+                    canvas = os.path.join(d, "canvas.json")
+                    with open(canvas, "w", encoding="utf-8") as f:
+                        json.dump(BASE_CANVAS, f)
+                    args[1] = canvas
+                pair.append((label, path, d, args))
+            print(f"compare {n}", file=sys.stderr, flush=True)
+            rows.append(compare(spawner, n, pair, a.runs, a.warmup, expected, errors, a.fresh_store))
+        spawner.close()
+        if a.json:
+            json.dump({"binary": binary, "against": other, "cases": rows, "errors": errors},
+                      sys.stdout, indent=1)
+            print()
+        else:
+            report_comparison(rows, binary, other)
+        if errors:
+            print(f"\n{len(errors)} failed run(s):", file=sys.stderr)
+            for e in errors:
+                print(f"  {e}", file=sys.stderr)
+            sys.exit(1)
+        return
 
     d, args = prepare("base_message", os.path.join(WORK, "base_message", "canvas.json"),
                       {"turns": [{"query": "", "inputs": {}}]})
