@@ -81,7 +81,7 @@ struct StoreSink<'s> {
     run_id: String,
     checkpoints: Checkpointer,
     pending: Option<EventChunk>,
-    data: Vec<u8>,
+    data: String,
     events: usize,
     nodes: usize,
 }
@@ -90,10 +90,9 @@ impl EventSink for StoreSink<'_> {
     fn emit(&mut self, ev: &Event) -> std::io::Result<()> {
         self.data.clear();
         wire::write_data(&ev.kind, &mut self.data)?;
-        let data = std::str::from_utf8(&self.data).map_err(std::io::Error::other)?;
         self.pending
             .get_or_insert_with(|| EventChunk::new(ev.message_id.clone(), ev.created_at))
-            .push(ev.kind.name(), data);
+            .push(ev.kind.name(), &self.data);
         self.events += 1;
         if matches!(ev.kind, EventKind::NodeFinished(_)) {
             self.nodes += 1;
@@ -188,7 +187,7 @@ fn run_once(
                 run_id: rec.id.clone(),
                 checkpoints: Checkpointer::new(),
                 pending: None,
-                data: Vec::new(),
+                data: String::new(),
                 events: 0,
                 nodes: 0,
             };

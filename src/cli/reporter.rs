@@ -38,7 +38,7 @@ pub(super) struct Reporter<'a> {
     /// Why the store refused the first write it refused.
     failed: Arc<OnceLock<StoreFailure>>,
     /// Scratch buffers for one event's `data` and line.
-    data: Vec<u8>,
+    data: String,
     line: Vec<u8>,
     /// The end of every line of this turn, written once.
     envelope: wire::EnvelopeText,
@@ -76,7 +76,7 @@ impl<'a> Reporter<'a> {
             gate: None,
             submitted: 0,
             failed: Arc::new(OnceLock::new()),
-            data: Vec::new(),
+            data: String::new(),
             line: Vec::new(),
             envelope: wire::EnvelopeText::default(),
             data_writer: wire::DataWriter::default(),
@@ -276,10 +276,9 @@ impl EventSink for Reporter<'_> {
         self.data_writer
             .write(&ev.kind, &mut self.data)
             .map_err(io::Error::other)?;
-        let data = std::str::from_utf8(&self.data).map_err(io::Error::other)?;
         let name = ev.kind.name();
         self.chunks
-            .append(&ev.message_id, ev.created_at, name, data);
+            .append(&ev.message_id, ev.created_at, name, &self.data);
         if matches!(ev.kind, EventKind::NodeFinished(_)) {
             self.holding = true;
         }
@@ -288,13 +287,13 @@ impl EventSink for Reporter<'_> {
         let tail = envelope.of(&Envelope::of(ev));
         if self.holding && self.as_is && !self.live {
             let data = std::mem::take(&mut self.data);
-            self.stage(name, &data, tail);
+            self.stage(name, data.as_bytes(), tail);
             self.data = data;
             self.envelope = envelope;
             return Ok(());
         }
         self.line.clear();
-        wire::write_line_with(name, &self.data, tail, &mut self.line);
+        wire::write_line_with(name, self.data.as_bytes(), tail, &mut self.line);
         self.envelope = envelope;
         if self.live {
             if self.holding {

@@ -293,7 +293,7 @@ pub mod wire {
     }
 
     /// Append the JSON of `kind`'s `data` to `out`.
-    pub fn write_data(kind: &EventKind, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    pub fn write_data(kind: &EventKind, out: &mut String) -> serde_json::Result<()> {
         write_kind(kind, None, out)
     }
 
@@ -314,7 +314,7 @@ pub mod wire {
         id: Arc<str>,
         name: Arc<str>,
         class: Arc<str>,
-        text: Box<[u8]>,
+        text: Box<str>,
     }
 
     /// Most components a [`DataWriter`] keeps (far above a canvas's; beyond, the
@@ -323,7 +323,7 @@ pub mod wire {
 
     impl DataWriter {
         /// Append the JSON of `kind`'s `data` to `out` (what [`write_data`] writes).
-        pub fn write(&mut self, kind: &EventKind, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        pub fn write(&mut self, kind: &EventKind, out: &mut String) -> serde_json::Result<()> {
             write_kind(kind, Some(self), out)
         }
 
@@ -333,7 +333,7 @@ pub mod wire {
             id: &Arc<str>,
             name: &Arc<str>,
             class: &Arc<str>,
-            out: &mut Vec<u8>,
+            out: &mut String,
         ) {
             let key = Arc::as_ptr(id).cast::<u8>() as usize;
             if let Some(i) = self.idents.get(&key) {
@@ -343,18 +343,17 @@ pub mod wire {
                     && Arc::ptr_eq(&i.name, name)
                     && Arc::ptr_eq(&i.class, class)
                 {
-                    out.extend_from_slice(&i.text);
+                    out.push_str(&i.text);
                     return;
                 }
             } else if self.idents.len() < IDENTS_KEPT {
-                let mut text = Vec::with_capacity(id.len() + name.len() + class.len() + 60);
-                component(id, name, class, &mut text);
-                out.extend_from_slice(&text);
+                let start = out.len();
+                component(id, name, class, out);
                 let ident = Ident {
                     id: id.clone(),
                     name: name.clone(),
                     class: class.clone(),
-                    text: text.into_boxed_slice(),
+                    text: out[start..].into(),
                 };
                 self.idents.insert(key, ident);
                 return;
@@ -366,7 +365,7 @@ pub mod wire {
     fn write_kind(
         kind: &EventKind,
         idents: Option<&mut DataWriter>,
-        out: &mut Vec<u8>,
+        out: &mut String,
     ) -> serde_json::Result<()> {
         match kind {
             // The two events of every node are written here: serde's generic path was
@@ -375,7 +374,7 @@ pub mod wire {
             EventKind::NodeFinished(d) => node_finished(d, idents, out)?,
             // One per streamed chunk: a long answer's thousands.
             EventKind::Message(d) => message(d, out),
-            _ => serde_json::to_writer(out, &Data(kind))?,
+            _ => out.push_str(&serde_json::to_string(&Data(kind))?),
         }
         Ok(())
     }
@@ -386,7 +385,7 @@ pub mod wire {
         name: &Arc<str>,
         class: &Arc<str>,
         idents: Option<&mut DataWriter>,
-        out: &mut Vec<u8>,
+        out: &mut String,
     ) {
         match idents {
             Some(w) => w.component(id, name, class, out),
@@ -394,25 +393,25 @@ pub mod wire {
         }
     }
 
-    fn message(d: &MessageChunk, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"{\"content\":");
+    fn message(d: &MessageChunk, out: &mut String) {
+        out.push_str("{\"content\":");
         value(&d.content, out);
         if let Some(b) = d.start_to_think {
-            out.extend_from_slice(b",\"start_to_think\":");
-            out.extend_from_slice(if b { b"true" } else { b"false" });
+            out.push_str(",\"start_to_think\":");
+            out.push_str(if b { "true" } else { "false" });
         }
         if let Some(b) = d.end_to_think {
-            out.extend_from_slice(b",\"end_to_think\":");
-            out.extend_from_slice(if b { b"true" } else { b"false" });
+            out.push_str(",\"end_to_think\":");
+            out.push_str(if b { "true" } else { "false" });
         }
-        out.push(b'}');
+        out.push('}');
     }
 
-    fn node_started(d: &NodeStarted, idents: Option<&mut DataWriter>, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"{\"inputs\":");
+    fn node_started(d: &NodeStarted, idents: Option<&mut DataWriter>, out: &mut String) {
+        out.push_str("{\"inputs\":");
         value(&d.inputs, out);
-        out.extend_from_slice(b",\"created_at\":");
-        number(&d.created_at, out);
+        out.push_str(",\"created_at\":");
+        int(d.created_at, out);
         members(
             &d.component_id,
             &d.component_name,
@@ -420,29 +419,29 @@ pub mod wire {
             idents,
             out,
         );
-        out.extend_from_slice(b",\"thoughts\":");
+        out.push_str(",\"thoughts\":");
         json_str(&d.thoughts, out);
-        out.push(b'}');
+        out.push('}');
     }
 
     /// The three members both node events give their component, in their order.
-    fn component(id: &str, name: &str, class: &str, out: &mut Vec<u8>) {
-        out.extend_from_slice(b",\"component_id\":");
+    fn component(id: &str, name: &str, class: &str, out: &mut String) {
+        out.push_str(",\"component_id\":");
         json_str(id, out);
-        out.extend_from_slice(b",\"component_name\":");
+        out.push_str(",\"component_name\":");
         json_str(name, out);
-        out.extend_from_slice(b",\"component_type\":");
+        out.push_str(",\"component_type\":");
         json_str(class, out);
     }
 
     fn node_finished(
         d: &NodeFinished,
         idents: Option<&mut DataWriter>,
-        out: &mut Vec<u8>,
+        out: &mut String,
     ) -> serde_json::Result<()> {
-        out.extend_from_slice(b"{\"inputs\":");
+        out.push_str("{\"inputs\":");
         object(&d.inputs, out);
-        out.extend_from_slice(b",\"outputs\":");
+        out.push_str(",\"outputs\":");
         let created = outputs(&d.outputs, out);
         members(
             &d.component_id,
@@ -451,59 +450,68 @@ pub mod wire {
             idents,
             out,
         );
-        out.extend_from_slice(b",\"error\":");
+        out.push_str(",\"error\":");
         match &d.error {
             Some(e) => json_str(e, out),
-            None => out.extend_from_slice(b"null"),
+            None => out.push_str("null"),
         }
-        out.extend_from_slice(b",\"elapsed_time\":");
-        number(&d.elapsed_time, out);
-        out.extend_from_slice(b",\"created_at\":");
+        out.push_str(",\"elapsed_time\":");
+        float(d.elapsed_time, out);
+        out.push_str(",\"created_at\":");
         match created {
-            Some((bits, at)) if bits == d.created_at.to_bits() => out.extend_from_within(at),
-            _ => number(&d.created_at, out),
+            // A float's digits are at most 24 bytes.
+            Some((bits, at)) if bits == d.created_at.to_bits() && at.len() <= 32 => {
+                let mut digits = [0u8; 32];
+                let n = at.len();
+                digits[..n].copy_from_slice(&out.as_bytes()[at]);
+                match std::str::from_utf8(&digits[..n]) {
+                    Ok(text) => out.push_str(text),
+                    Err(_) => float(d.created_at, out),
+                }
+            }
+            _ => float(d.created_at, out),
         }
         if let Some(usage) = &d.usage {
-            out.extend_from_slice(b",\"usage\":");
-            serde_json::to_writer(&mut *out, usage)?;
+            out.push_str(",\"usage\":");
+            out.push_str(&serde_json::to_string(usage)?);
         }
-        out.push(b'}');
+        out.push('}');
         Ok(())
     }
 
     /// A JSON value as serde_json writes it (compact; object members in their order).
-    fn value(v: &Value, out: &mut Vec<u8>) {
+    fn value(v: &Value, out: &mut String) {
         match v {
-            Value::Null => out.extend_from_slice(b"null"),
-            Value::Bool(true) => out.extend_from_slice(b"true"),
-            Value::Bool(false) => out.extend_from_slice(b"false"),
+            Value::Null => out.push_str("null"),
+            Value::Bool(true) => out.push_str("true"),
+            Value::Bool(false) => out.push_str("false"),
             Value::Number(n) => number(n, out),
             Value::String(s) => json_str(s, out),
             Value::Array(items) => {
-                out.push(b'[');
+                out.push('[');
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
-                        out.push(b',');
+                        out.push(',');
                     }
                     value(item, out);
                 }
-                out.push(b']');
+                out.push(']');
             }
             Value::Object(m) => object(m, out),
         }
     }
 
-    fn object(m: &serde_json::Map<String, Value>, out: &mut Vec<u8>) {
-        out.push(b'{');
+    fn object(m: &serde_json::Map<String, Value>, out: &mut String) {
+        out.push('{');
         for (i, (k, v)) in m.iter().enumerate() {
             if i > 0 {
-                out.push(b',');
+                out.push(',');
             }
             json_str(k, out);
-            out.push(b':');
+            out.push(':');
             value(v, out);
         }
-        out.push(b'}');
+        out.push('}');
     }
 
     /// [`object`] for a node's outputs, also giving where it wrote a `_created_time`
@@ -511,16 +519,16 @@ pub mod wire {
     /// float's shortest digits are a good part of the cost of an event.
     fn outputs(
         m: &serde_json::Map<String, Value>,
-        out: &mut Vec<u8>,
+        out: &mut String,
     ) -> Option<(u64, std::ops::Range<usize>)> {
         let mut created = None;
-        out.push(b'{');
+        out.push('{');
         for (i, (k, v)) in m.iter().enumerate() {
             if i > 0 {
-                out.push(b',');
+                out.push(',');
             }
             json_str(k, out);
-            out.push(b':');
+            out.push(':');
             let start = out.len();
             value(v, out);
             if let Value::Number(n) = v {
@@ -529,21 +537,43 @@ pub mod wire {
                 }
             }
         }
-        out.push(b'}');
+        out.push('}');
         created
     }
 
-    /// A number as serde_json writes it (a float that is not finite as `null`).
-    fn number<T: Serialize + ?Sized>(n: &T, out: &mut Vec<u8>) {
-        // Writing a number to a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *out, n);
+    /// A JSON number as serde_json writes it.
+    fn number(n: &serde_json::Number, out: &mut String) {
+        if let Some(u) = n.as_u64() {
+            out.push_str(itoa::Buffer::new().format(u));
+        } else if let Some(i) = n.as_i64() {
+            int(i, out);
+        } else if let Some(f) = n.as_f64() {
+            float(f, out);
+        }
+    }
+
+    /// An integer as serde_json writes it.
+    fn int(i: i64, out: &mut String) {
+        out.push_str(itoa::Buffer::new().format(i));
+    }
+
+    /// A float as serde_json writes it: its shortest digits (zmij, serde_json's own
+    /// writer), or `null` when it is not finite.
+    fn float(f: f64, out: &mut String) {
+        if f.is_finite() {
+            out.push_str(zmij::Buffer::new().format_finite(f));
+        } else {
+            out.push_str("null");
+        }
     }
 
     /// Append the event line (no newline) made of its name, its serialised `data` and
     /// the envelope to `out`: byte for byte what `serde_json::to_string(&event)` gives.
     pub fn write_line(name: &str, data: &[u8], env: &Envelope<'_>, out: &mut Vec<u8>) {
         line_head(name, data, out);
-        envelope(env, out);
+        let mut tail = String::new();
+        envelope(env, &mut tail);
+        out.extend_from_slice(tail.as_bytes());
     }
 
     /// [`write_line`] with the envelope's text made once by [`EnvelopeText`].
@@ -560,16 +590,14 @@ pub mod wire {
     }
 
     /// What follows an event's data on its line: the envelope's members and the end.
-    fn envelope(env: &Envelope<'_>, out: &mut Vec<u8>) {
-        out.extend_from_slice(b",\"message_id\":");
+    fn envelope(env: &Envelope<'_>, out: &mut String) {
+        out.push_str(",\"message_id\":");
         json_str(env.message_id, out);
-        out.extend_from_slice(b",\"created_at\":");
-        // serde_json writes integers without the formatting machinery `write!` goes
-        // through; writing to a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *out, &env.created_at);
-        out.extend_from_slice(b",\"task_id\":");
+        out.push_str(",\"created_at\":");
+        int(env.created_at, out);
+        out.push_str(",\"task_id\":");
         json_str(env.task_id, out);
-        out.push(b'}');
+        out.push('}');
     }
 
     /// The end of the lines of one envelope, written once and reused while the envelope
@@ -579,7 +607,7 @@ pub mod wire {
         message_id: String,
         created_at: i64,
         task_id: String,
-        text: Vec<u8>,
+        text: String,
     }
 
     impl EnvelopeText {
@@ -596,21 +624,52 @@ pub mod wire {
                 self.text.clear();
                 envelope(env, &mut self.text);
             }
-            &self.text
+            self.text.as_bytes()
         }
     }
 
     /// `s` as a JSON string, as serde_json writes it. Ids (the envelope's strings)
     /// need no escape: they are copied whole instead of byte by byte.
-    fn json_str(s: &str, out: &mut Vec<u8>) {
-        if !needs_escape(s.as_bytes()) {
-            out.push(b'"');
-            out.extend_from_slice(s.as_bytes());
-            out.push(b'"');
+    fn json_str(s: &str, out: &mut String) {
+        out.push('"');
+        if needs_escape(s.as_bytes()) {
+            escaped(s, out);
         } else {
-            // Writing a &str to a Vec cannot fail.
-            let _ = serde_json::to_writer(out, s);
+            out.push_str(s);
         }
+        out.push('"');
+    }
+
+    /// The inside of `s` as a JSON string, with serde_json's escapes: `\"`, `\\`, the
+    /// short forms of backspace, tab, line feed, form feed and carriage return, and
+    /// `\u00xx` (lowercase hex) for the other control characters.
+    fn escaped(s: &str, out: &mut String) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut from = 0;
+        for (i, &b) in s.as_bytes().iter().enumerate() {
+            let short = match b {
+                b'"' => "\\\"",
+                b'\\' => "\\\\",
+                0x08 => "\\b",
+                b'\t' => "\\t",
+                b'\n' => "\\n",
+                0x0c => "\\f",
+                b'\r' => "\\r",
+                0..0x20 => "",
+                _ => continue,
+            };
+            // Escaped bytes are ASCII: the text before them ends on a char boundary.
+            out.push_str(&s[from..i]);
+            if short.is_empty() {
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 0xf)]));
+            } else {
+                out.push_str(short);
+            }
+            from = i + 1;
+        }
+        out.push_str(&s[from..]);
     }
 
     /// True when `b` holds a byte serde_json escapes: a control character, `"` or `\\`.
@@ -670,9 +729,9 @@ pub mod wire {
                         }
                         assert_eq!(needs_escape(&b), bytewise(&b), "{b:?}");
                         if let Ok(s) = std::str::from_utf8(&b) {
-                            let mut out = Vec::new();
+                            let mut out = String::new();
                             json_str(s, &mut out);
-                            assert_eq!(out, serde_json::to_vec(s).unwrap(), "{s:?}");
+                            assert_eq!(out, serde_json::to_string(s).unwrap(), "{s:?}");
                         }
                     }
                 }
@@ -916,22 +975,24 @@ mod tests {
         }
         let mut writer = wire::DataWriter::default();
         for kind in &kinds {
-            let (mut want, mut got) = (Vec::new(), Vec::new());
+            let (mut want, mut got) = (String::new(), String::new());
             wire::write_data(kind, &mut want).unwrap();
             writer.write(kind, &mut got).unwrap();
-            assert_eq!(
-                String::from_utf8(got).unwrap(),
-                String::from_utf8(want).unwrap()
-            );
+            assert_eq!(got, want);
         }
     }
 
     /// `ev`'s line as the wire module builds it, from its data and envelope.
     fn wire_line(ev: &Event) -> String {
-        let mut data = Vec::new();
+        let mut data = String::new();
         wire::write_data(&ev.kind, &mut data).unwrap();
         let mut line = Vec::new();
-        wire::write_line(ev.kind.name(), &data, &wire::Envelope::of(ev), &mut line);
+        wire::write_line(
+            ev.kind.name(),
+            data.as_bytes(),
+            &wire::Envelope::of(ev),
+            &mut line,
+        );
         String::from_utf8(line).unwrap()
     }
 
@@ -996,11 +1057,11 @@ mod tests {
             };
             let want = serde_json::to_string(&ev).unwrap();
             assert_eq!(wire_line(&ev), want);
-            let mut data = Vec::new();
+            let mut data = String::new();
             wire::write_data(&ev.kind, &mut data).unwrap();
             let mut line = Vec::new();
             let tail = text.of(&wire::Envelope::of(&ev));
-            wire::write_line_with(ev.kind.name(), &data, tail, &mut line);
+            wire::write_line_with(ev.kind.name(), data.as_bytes(), tail, &mut line);
             assert_eq!(String::from_utf8(line).unwrap(), want);
             assert!(wire::is_event_name(ev.kind.name()));
         }

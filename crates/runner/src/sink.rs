@@ -57,7 +57,7 @@ pub struct StoreSink<'a> {
     /// Events since the last write.
     chunks: ChunkBatch,
     /// Scratch buffer for one event's `data`.
-    data: Vec<u8>,
+    data: String,
     /// The first write the store refused.
     failed: Arc<OnceLock<Arc<StoreError>>>,
     /// The observer's queue, when there is one.
@@ -89,7 +89,7 @@ impl<'a> StoreSink<'a> {
             writer,
             checkpoints,
             chunks: writer.batch(),
-            data: Vec::new(),
+            data: String::new(),
             failed: Arc::default(),
             watch: None,
             holding: false,
@@ -208,7 +208,7 @@ impl EventSink for StoreSink<'_> {
         self.data_writer
             .write(&ev.kind, &mut self.data)
             .map_err(std::io::Error::other)?;
-        let data = std::str::from_utf8(&self.data).map_err(std::io::Error::other)?;
+        let data = self.data.as_str();
         self.chunks
             .append(&ev.message_id, ev.created_at, ev.kind.name(), data);
         if let Some(w) = &self.watch {
