@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use crate::canvases::{begin, loop_canvas, with_globals};
 use crate::harness::CanvasCli;
 use crate::util::{canvases, trace};
 
@@ -273,4 +274,136 @@ fn a_form_answered_in_part_up_front_waits_and_says_what_is_missing() {
         evs.last().unwrap()["data"]["outputs"]["content"],
         "Ada: 1 days, relaxed"
     );
+}
+
+/// The times a run's events give follow the run: each component finishes after its
+/// invoke ended, in the order the events come, a `node_started` does not name a second
+/// after its component's start, and a streaming Message's time covers its stream. Run on
+/// a chain of instant components (a Loop, where the scheduler reuses a reading of the
+/// clock it has just taken), and on two slow models in one batch streamed by a Message.
+#[test]
+fn the_times_of_a_runs_events_follow_the_run() {
+    let words = 12;
+    let chunk_delay_ms = 10;
+    let answer: Vec<String> = (1..=words).map(|i| format!("w{i}")).collect();
+    let fanout = with_globals(
+        [
+            ("begin".to_string(), {
+                let mut b = begin("LLM:A");
+                b["downstream"] = json!(["LLM:A", "LLM:B"]);
+                b
+            }),
+            ("LLM:A".to_string(), llm_into("Message:Out")),
+            ("LLM:B".to_string(), llm_into("Message:Out")),
+            (
+                "Message:Out".to_string(),
+                json!({
+                    "obj": {"component_name": "Message",
+                            "params": {"content": ["{LLM:A@content} / {LLM:B@content}"]}},
+                    "downstream": [],
+                    "upstream": ["LLM:A", "LLM:B"]
+                }),
+            ),
+        ]
+        .into_iter()
+        .collect(),
+    );
+    let mock = json!({
+        "rules": [], "default": answer.join(" "), "chunk": "word",
+        "delay_ms": 30, "chunk_delay_ms": chunk_delay_ms
+    });
+    let cli = CanvasCli::new().json("fanout.json", &fanout);
+    let flow = cli.path("fanout.json");
+    let evs = cli
+        .args(["run", "--format", "jsonl", "-q", "go"])
+        .arg(flow)
+        .mock_llm(&mock)
+        .run()
+        .code(0)
+        .events();
+    check_times(&evs);
+    let out = evs
+        .iter()
+        .find(|e| e["event"] == "node_finished" && e["data"]["component_id"] == "Message:Out")
+        .expect("Message:Out finished");
+    // Both answers are drained through the Message, a chunk every `chunk_delay_ms`.
+    let streamed = 2.0 * f64::from(words - 1) * f64::from(chunk_delay_ms) / 1000.0;
+    let took = out["data"]["elapsed_time"].as_f64().expect("elapsed_time");
+    assert!(
+        took >= streamed,
+        "Message:Out took {took} s by its event, but streaming alone took at least {streamed} s"
+    );
+
+    let cli = CanvasCli::new().json("loop.json", &loop_canvas(300));
+    let flow = cli.path("loop.json");
+    let evs = cli
+        .args(["run", "--format", "jsonl"])
+        .arg(flow)
+        .run()
+        .code(0)
+        .events();
+    let finished = evs.iter().filter(|e| e["event"] == "node_finished").count();
+    // begin, each pass's LoopItem and VariableAssigner, the LoopItem that ends the Loop,
+    // the Loop, the Message.
+    assert_eq!(finished, 1 + 2 * 300 + 1 + 1 + 1);
+    check_times(&evs);
+}
+
+/// A model component answering into `downstream`.
+fn llm_into(downstream: &str) -> serde_json::Value {
+    json!({
+        "obj": {"component_name": "LLM", "params": {
+            "llm_id": "fake-chat@Fake", "sys_prompt": "",
+            "prompts": [{"role": "user", "content": "{sys.query}"}],
+            "outputs": {"content": {"type": "string", "value": ""}}
+        }},
+        "downstream": [downstream],
+        "upstream": ["begin"]
+    })
+}
+
+/// The checks of [`the_times_of_a_runs_events_follow_the_run`] on one run's events.
+fn check_times(evs: &[serde_json::Value]) {
+    // Floats written and read back: allow for the last bits.
+    const SLACK: f64 = 1e-6;
+    let mut last_end = f64::NEG_INFINITY;
+    let mut started_at = std::collections::HashMap::new();
+    for e in evs {
+        let d = &e["data"];
+        let id = d["component_id"].as_str().unwrap_or_default().to_string();
+        match e["event"].as_str() {
+            Some("node_started") => {
+                let second = d["created_at"].as_i64().expect("created_at");
+                assert!(
+                    second as f64 >= last_end.floor(),
+                    "{id} started in second {second}, before the component before it ended ({last_end})"
+                );
+                started_at.insert(id, second);
+            }
+            Some("node_finished") => {
+                let created = d["created_at"].as_f64().expect("created_at");
+                let end = created + d["elapsed_time"].as_f64().expect("elapsed_time");
+                let outputs = &d["outputs"];
+                let invoked = outputs["_created_time"].as_f64().expect("_created_time");
+                let invoke_end =
+                    invoked + outputs["_elapsed_time"].as_f64().expect("_elapsed_time");
+                assert!(
+                    end + SLACK >= invoke_end,
+                    "{id} finished at {end}, before its invoke ended at {invoke_end}"
+                );
+                assert!(
+                    end + SLACK >= last_end,
+                    "{id} finished at {end}, before the component finished before it ({last_end})"
+                );
+                let second = started_at.get(&id).copied().expect("a node_started first");
+                assert!(
+                    second as f64 <= invoked.floor(),
+                    "{id}: node_started gives second {second}, after its invoke began at {invoked}"
+                );
+                last_end = end;
+            }
+            _ => {}
+        }
+    }
+    assert!(last_end.is_finite(), "no node_finished");
 }
