@@ -237,11 +237,18 @@ impl Drive<'_> {
         stop: &StopSignal,
     ) -> Result<Ended, DriveError> {
         let inputs = Value::Object(request.inputs.clone());
-        let turn = call(self.store, || {
-            self.store
-                .create_run_with_turn(record, request.kind, &request.query, &inputs)
+        // With its lease, when this drive holds one, in the same transaction: the run is
+        // never seen unheld, and a batch row or a served run commits once fewer.
+        let first = (request.kind, request.query.as_str(), &inputs);
+        let turn = call(self.store, || match self.lease {
+            Some(l) => self.store.create_run_leased(record, first, &l.owner, l.ttl),
+            None => self
+                .store
+                .create_run_with_turn(record, first.0, first.1, first.2),
         })?;
-        self.take_lease(&record.id, false).await?;
+        if let Some(l) = self.lease {
+            l.held.lock().insert(record.id.clone());
+        }
         let next = Next::Continue {
             turn,
             again: Some(request),
