@@ -448,7 +448,7 @@ pub mod wire {
         out.push_str("{\"inputs\":");
         object(&d.inputs, out);
         out.push_str(",\"outputs\":");
-        let noted = outputs(&d.outputs, out);
+        let created = outputs(&d.outputs, out);
         members(
             &d.component_id,
             &d.component_name,
@@ -462,9 +462,21 @@ pub mod wire {
             None => out.push_str("null"),
         }
         out.push_str(",\"elapsed_time\":");
-        again(noted.elapsed, d.elapsed_time, out);
+        float(d.elapsed_time, out);
         out.push_str(",\"created_at\":");
-        again(noted.created, d.created_at, out);
+        match created {
+            // A float's digits are at most 24 bytes.
+            Some((bits, at)) if bits == d.created_at.to_bits() && at.len() <= 32 => {
+                let mut digits = [0u8; 32];
+                let n = at.len();
+                digits[..n].copy_from_slice(&out.as_bytes()[at]);
+                match std::str::from_utf8(&digits[..n]) {
+                    Ok(text) => out.push_str(text),
+                    Err(_) => float(d.created_at, out),
+                }
+            }
+            _ => float(d.created_at, out),
+        }
         if let Some(usage) = &d.usage {
             out.push_str(",\"usage\":");
             out.push_str(&serde_json::to_string(usage)?);
@@ -508,22 +520,14 @@ pub mod wire {
         out.push('}');
     }
 
-    /// Where a float was written in the line so far, with its bits.
-    type Noted = Option<(u64, std::ops::Range<usize>)>;
-
-    /// The `_created_time` and `_elapsed_time` floats of a node's outputs, as written.
-    #[derive(Default)]
-    struct Times {
-        created: Noted,
-        elapsed: Noted,
-    }
-
-    /// [`object`] for a node's outputs, also giving where it wrote its `_created_time`
-    /// and `_elapsed_time` floats: the event's `created_at` is the same time, and its
-    /// `elapsed_time` often the same length of time (an instant component's), and a
+    /// [`object`] for a node's outputs, also giving where it wrote a `_created_time`
+    /// float and that float's bits: the event's `created_at` is the same time, and a
     /// float's shortest digits are a good part of the cost of an event.
-    fn outputs(m: &serde_json::Map<String, Value>, out: &mut String) -> Times {
-        let mut times = Times::default();
+    fn outputs(
+        m: &serde_json::Map<String, Value>,
+        out: &mut String,
+    ) -> Option<(u64, std::ops::Range<usize>)> {
+        let mut created = None;
         out.push('{');
         for (i, (k, v)) in m.iter().enumerate() {
             if i > 0 {
@@ -534,36 +538,13 @@ pub mod wire {
             let start = out.len();
             value(v, out);
             if let Value::Number(n) = v {
-                let slot = match k.as_str() {
-                    "_created_time" => &mut times.created,
-                    "_elapsed_time" => &mut times.elapsed,
-                    _ => continue,
-                };
-                if n.is_f64() {
-                    *slot = n.as_f64().map(|f| (f.to_bits(), start..out.len()));
+                if n.is_f64() && k == "_created_time" {
+                    created = n.as_f64().map(|f| (f.to_bits(), start..out.len()));
                 }
             }
         }
         out.push('}');
-        times
-    }
-
-    /// `f`, copying the digits `noted` points to when they are `f`'s (the same bits),
-    /// else written anew.
-    fn again(noted: Noted, f: f64, out: &mut String) {
-        match noted {
-            // Written earlier in this line, so in it and on character boundaries; looked
-            // at all the same, as a copy must never split a character.
-            Some((bits, at))
-                if bits == f.to_bits()
-                    && out.is_char_boundary(at.start)
-                    && out.is_char_boundary(at.end)
-                    && at.start <= at.end =>
-            {
-                out.extend_from_within(at);
-            }
-            _ => float(f, out),
-        }
+        created
     }
 
     /// A JSON number as serde_json writes it.
@@ -915,31 +896,6 @@ mod tests {
                     error: None,
                     elapsed_time: 1.0,
                     created_at: created,
-                    usage: None,
-                }));
-            }
-            // `elapsed_time` the same length of time as the `_elapsed_time` output, or
-            // not quite; an integer `_elapsed_time`, and one in a nested object.
-            for (took, noted) in [
-                (elapsed, json!(elapsed)),
-                (-elapsed, json!(elapsed)),
-                (elapsed * 3.0, json!(elapsed)),
-                (2.0, json!(2)),
-            ] {
-                kinds.push(EventKind::NodeFinished(NodeFinished {
-                    inputs: Object::new(),
-                    outputs: obj(json!({
-                        "_created_time": 1_795_764_185.653_447_6,
-                        "x": {"_elapsed_time": took},
-                        "_elapsed_time": noted
-                    }))
-                    .into(),
-                    component_id: "A".into(),
-                    component_name: "".into(),
-                    component_type: "Loop".into(),
-                    error: None,
-                    elapsed_time: took,
-                    created_at: 1_795_764_185.653_447_6,
                     usage: None,
                 }));
             }
