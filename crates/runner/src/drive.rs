@@ -278,7 +278,7 @@ impl Drive<'_> {
         forms: &mut dyn Forms,
         stop: &StopSignal,
     ) -> Result<Ended, DriveError> {
-        self.take_lease(&record.id, true).await?;
+        self.take_lease(&record.id).await?;
         let out = self.resume_held(record, forms, stop).await;
         self.give_lease(&record.id);
         out
@@ -314,13 +314,12 @@ impl Drive<'_> {
             .await
     }
 
-    /// Take the run's lease, when this drive holds one; with `wait`, wait about the
-    /// lease's lifetime for another holder's lease to run out.
-    async fn take_lease(&self, run_id: &str, wait: bool) -> Result<(), DriveError> {
-        let patience = match (wait, self.lease) {
-            (true, Some(l)) => l.ttl + LEASE_GRACE,
-            _ => std::time::Duration::ZERO,
-        };
+    /// Take the run's lease, when this drive holds one, waiting about the lease's
+    /// lifetime for another holder's lease to run out.
+    async fn take_lease(&self, run_id: &str) -> Result<(), DriveError> {
+        let patience = self
+            .lease
+            .map_or(std::time::Duration::ZERO, |l| l.ttl + LEASE_GRACE);
         self.acquire(run_id, patience).await
     }
 
