@@ -118,6 +118,7 @@ impl<'a> Reporter<'a> {
             events: self.chunks.take(),
             checkpoint,
             end,
+            ..RunWrite::default()
         };
         self.holding = false;
         self.set_gate(None);

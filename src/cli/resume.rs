@@ -265,6 +265,7 @@ fn record_unrecorded_end(
             error: None,
             waiting: waiting.clone(),
         }),
+        ..RunWrite::default()
     })?;
     tracing::info!(run_id = %rec.id, turn = turn.turn, %status, "an ended turn recorded");
     if turn_args.output.format() != super::opts::RunFormat::Text {

@@ -17,7 +17,8 @@ use canvas_runner::{
 use canvas_store::call;
 use canvas_store::writer::WriterHandle;
 use canvas_store::{
-    ClaimedRow, RowEnd, RowStatus, RunRecord, RunStatus, Store, StoreError, TurnKind,
+    ClaimedRow, NewRun, RowEnd, RowFinish, RowStatus, RunRecord, RunStatus, RunWrite, Store,
+    StoreError, TurnKind,
 };
 use serde_json::Value;
 use tokio::task::JoinSet;
@@ -162,6 +163,10 @@ impl Worker {
                     if let Some(joined) = joined {
                         self.report(joined, &mut end, progress.as_ref());
                     }
+                    // Every row done by now, so that one claim replaces them all.
+                    while let Some(joined) = running.try_join_next() {
+                        self.report(joined, &mut end, progress.as_ref());
+                    }
                 }
                 () = tokio::time::sleep(POLL) => {}
             }
@@ -255,7 +260,6 @@ impl Worker {
         held: HeldRuns,
     ) -> Outcome {
         let started = Instant::now();
-        let n = row.idx + 1;
         let ask: RowAsk = match serde_json::from_value(row.spec.clone()) {
             Ok(a) => a,
             Err(e) => return self.unreadable(&row, &format!("its stored row cannot be read: {e}")),
@@ -282,20 +286,10 @@ impl Worker {
             observer: None,
         };
         let mut forms = GivenAnswers::new(ask.answers.clone());
-        let run_id = match &row.run_id {
-            Some(id) => id.clone(),
-            None => {
-                let id = ulid::Ulid::new().to_string();
-                // Tied before it exists: whoever takes the row over finds it.
-                match call(self.store.as_ref(), || {
-                    self.store
-                        .assign_row_run(&self.batch_id, row.idx, &self.owner, &id)
-                }) {
-                    Ok(()) => id,
-                    Err(e) => return Outcome::Left(e.to_string()),
-                }
-            }
-        };
+        let run_id = row
+            .run_id
+            .clone()
+            .unwrap_or_else(|| ulid::Ulid::new().to_string());
         active
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -304,20 +298,30 @@ impl Worker {
             Some(_) => call(self.store.as_ref(), || self.store.find_run(&run_id)).map(Some),
             None => Ok(None),
         };
+        // A run this row creates keeps its lease until the row's result is recorded,
+        // which gives it up in the same transaction.
+        let mut holding = false;
         let ended = match existing {
             Ok(Some(rec)) => drive.resume(&rec, &mut forms, &stop).await,
+            // New, or tied to the row by a worker that died before creating it.
             Ok(None) | Err(StoreError::NotFound(_)) => {
-                let mut rec = self.record.clone();
-                rec.id = run_id.clone();
-                let now = rec_now();
-                rec.created_at = now;
-                rec.updated_at = now;
-                let request = TurnRequest {
-                    kind: TurnKind::Start,
-                    query: ask.query.clone(),
-                    inputs: ask.inputs.clone(),
-                };
-                drive.start(&rec, request, &mut forms, &stop).await
+                match self.create_run(&row, &run_id, &ask).await {
+                    Ok((turn, request)) => {
+                        holding = true;
+                        drive
+                            .started(&run_id, turn, request, &mut forms, &stop)
+                            .await
+                    }
+                    Err(e) => {
+                        // Another worker holds the row now, or the store refused: the
+                        // row is given back.
+                        active
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .remove(&run_id);
+                        return Outcome::Left(e.to_string());
+                    }
+                }
             }
             Err(e) => Err(e.into()),
         };
@@ -325,6 +329,89 @@ impl Worker {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&run_id);
+        if holding {
+            // Not renewed from here on: given up below.
+            drive.forget(&run_id);
+        }
+        let out = self
+            .conclude(&row, &run_id, ended, holding, &expect, started)
+            .await;
+        if holding && !matches!(out, Outcome::Done(_)) {
+            // Failing to let go only delays the next holder until the lease expires.
+            let _ = call(self.store.as_ref(), || {
+                self.store.release_lease(&run_id, &self.owner)
+            });
+        }
+        out
+    }
+
+    /// Store the row's new run `run_id` (tied to the row, with its first turn and its
+    /// lease, in one write: committed with other rows' writes): its first turn's number
+    /// and request.
+    async fn create_run(
+        &self,
+        row: &ClaimedRow,
+        run_id: &str,
+        ask: &RowAsk,
+    ) -> Result<(u32, TurnRequest), StoreError> {
+        let mut record = self.record.clone();
+        record.id = run_id.to_string();
+        let now = rec_now();
+        record.created_at = now;
+        record.updated_at = now;
+        let request = TurnRequest {
+            kind: TurnKind::Start,
+            query: ask.query.clone(),
+            inputs: ask.inputs.clone(),
+        };
+        let create = NewRun {
+            record,
+            kind: request.kind,
+            query: request.query.clone(),
+            inputs: Value::Object(request.inputs.clone()),
+            lease: Some((self.owner.clone(), self.lease)),
+            row: Some((self.batch_id.clone(), row.idx)),
+        };
+        let turn = 1;
+        self.commit(RunWrite {
+            create: Some(Box::new(create)),
+            ..RunWrite::new(run_id, turn)
+        })
+        .await?;
+        Ok((turn, request))
+    }
+
+    /// Commit `write`: on a local file, queued on the writer and committed with the
+    /// other rows' writes (what a commit costs there is the pages it writes, and rows
+    /// written together share them); on a server, in a transaction of its own on one of
+    /// the pool's connections (there each statement costs a round trip, and the rows'
+    /// transactions go side by side instead of queueing on the writer's connection).
+    async fn commit(&self, write: RunWrite) -> Result<(), StoreError> {
+        if !self.store.calls_are_quick() {
+            return call(self.store.as_ref(), || self.store.write_one(write));
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.writer.submit(
+            write,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        );
+        rx.await.unwrap_or(Err(StoreError::WriterGone))
+    }
+
+    /// Judge and record a row whose run `run_id` ended (`holding`: with its lease, to
+    /// give up with the row's result).
+    async fn conclude(
+        &self,
+        row: &ClaimedRow,
+        run_id: &str,
+        ended: Result<Ended, DriveError>,
+        holding: bool,
+        expect: &Expect,
+        started: Instant,
+    ) -> Outcome {
+        let n = row.idx + 1;
         let ended = match ended {
             Ok(e) => e,
             Err(e @ DriveError::Leased { .. }) => return Outcome::Left(e.to_string()),
@@ -343,7 +430,7 @@ impl Worker {
                 };
             }
         };
-        let events = match call(self.store.as_ref(), || self.store.events(&run_id)) {
+        let events = match call(self.store.as_ref(), || self.store.events(run_id)) {
             Ok(ev) => ev,
             Err(e) => return Outcome::Left(e.to_string()),
         };
@@ -360,7 +447,7 @@ impl Worker {
         let result = RowResult {
             row: n,
             id: row.row_id.clone(),
-            run_id: Some(run_id),
+            run_id: Some(run_id.to_string()),
             status,
             error: self.error_of(&ended, status),
             answer: seen.answer,
@@ -370,26 +457,23 @@ impl Worker {
             usage: seen.usage,
             seconds: (seconds * 1e6).round() / 1e6,
         };
-        self.finish(&row, status, passed, result)
-    }
-
-    /// Record the row's end (while this worker still holds it).
-    fn finish(
-        &self,
-        row: &ClaimedRow,
-        status: RowStatus,
-        passed: Option<bool>,
-        result: RowResult,
-    ) -> Outcome {
         let end = RowEnd {
             status,
             passed,
             result: serde_json::to_value(&result).unwrap_or(Value::Null),
+            release_run: holding.then(|| run_id.to_string()),
         };
-        match call(self.store.as_ref(), || {
-            self.store
-                .finish_row(&self.batch_id, row.idx, &self.owner, &end)
-        }) {
+        let finish = RowFinish {
+            batch_id: self.batch_id.clone(),
+            idx: row.idx,
+            owner: self.owner.clone(),
+            end,
+        };
+        let write = RunWrite {
+            row_end: Some(Box::new(finish)),
+            ..RunWrite::new(run_id, ended.turn)
+        };
+        match self.commit(write).await {
             Ok(()) => Outcome::Done(Box::new(result)),
             Err(e) => Outcome::Left(e.to_string()),
         }
@@ -410,7 +494,19 @@ impl Worker {
             seconds: 0.0,
             error: Some(why.to_string()),
         };
-        self.finish(row, RowStatus::Failed, None, result)
+        let end = RowEnd {
+            status: RowStatus::Failed,
+            passed: None,
+            result: serde_json::to_value(&result).unwrap_or(Value::Null),
+            release_run: None,
+        };
+        match call(self.store.as_ref(), || {
+            self.store
+                .finish_row(&self.batch_id, row.idx, &self.owner, &end)
+        }) {
+            Ok(()) => Outcome::Done(Box::new(result)),
+            Err(e) => Outcome::Left(e.to_string()),
+        }
     }
 
     /// What the results say of a failed or waiting row.

@@ -238,7 +238,7 @@ impl Drive<'_> {
     ) -> Result<Ended, DriveError> {
         let inputs = Value::Object(request.inputs.clone());
         // With its lease, when this drive holds one, in the same transaction: the run is
-        // never seen unheld, and a batch row or a served run commits once fewer.
+        // never seen unheld, and a served run commits once fewer.
         let first = (request.kind, request.query.as_str(), &inputs);
         let turn = call(self.store, || match self.lease {
             Some(l) => self.store.create_run_leased(record, first, &l.owner, l.ttl),
@@ -246,27 +246,33 @@ impl Drive<'_> {
                 .store
                 .create_run_with_turn(record, first.0, first.1, first.2),
         })?;
+        let out = self.started(&record.id, turn, request, forms, stop).await;
+        self.give_lease(&record.id);
+        out
+    }
+
+    /// Drive the run `run_id` its caller has just stored, running, with its first turn
+    /// `turn` (`request`) and, when this drive holds leases, its lease. The lease stays
+    /// held when this returns: the caller gives it up ([`Drive::release`], or
+    /// [`Drive::forget`] and a write of its own).
+    pub async fn started(
+        &self,
+        run_id: &str,
+        turn: u32,
+        request: TurnRequest,
+        forms: &mut dyn Forms,
+        stop: &StopSignal,
+    ) -> Result<Ended, DriveError> {
         if let Some(l) = self.lease {
-            l.held.lock().insert(record.id.clone());
+            l.held.lock().insert(run_id.to_string());
         }
         let next = Next::Continue {
             turn,
             again: Some(request),
         };
         let fresh = self.canvas.fresh_state();
-        let out = self
-            .turns(
-                &record.id,
-                Checkpointer::new(),
-                fresh,
-                next,
-                forms,
-                stop,
-                true,
-            )
-            .await;
-        self.give_lease(&record.id);
-        out
+        self.turns(run_id, Checkpointer::new(), fresh, next, forms, stop, true)
+            .await
     }
 
     /// Continue the stored run `record` where it stands: its stopped turn from the last
@@ -396,10 +402,19 @@ impl Drive<'_> {
             .await
     }
 
+    /// Stop renewing the run's lease, when this drive holds one, without giving it up:
+    /// the caller gives it up in a write of its own (a batch row's result). A lease
+    /// renewal under way finishes first (see [`HeldRuns::while_held`]).
+    pub fn forget(&self, run_id: &str) {
+        if let Some(lease) = self.lease {
+            lease.held.lock().remove(run_id);
+        }
+    }
+
     fn give_lease(&self, run_id: &str) {
         if let Some(lease) = self.lease {
             // Not renewed from here on (before the release: see `HeldRuns::while_held`).
-            lease.held.lock().remove(run_id);
+            self.forget(run_id);
             // Failing to let go only delays the next holder until the lease expires.
             let _ = call(self.store, || {
                 self.store.release_lease(run_id, &lease.owner)

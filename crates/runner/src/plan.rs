@@ -100,6 +100,7 @@ fn record_stored_end(
             error: None,
             waiting: form.clone(),
         }),
+        ..RunWrite::default()
     })?;
     tracing::info!(run_id, turn, %status, "an ended turn recorded");
     Ok(Some(Ended {

@@ -144,6 +144,7 @@ impl<'a> StoreSink<'a> {
             events: self.chunks.take(),
             checkpoint,
             end,
+            ..RunWrite::default()
         }
     }
 

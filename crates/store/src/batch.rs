@@ -199,6 +199,9 @@ pub struct RowEnd {
     pub passed: Option<bool>,
     /// The result line.
     pub result: Value,
+    /// The row's run, whose lease the worker gives up as the row is recorded (`None`:
+    /// it holds none).
+    pub release_run: Option<String>,
 }
 
 /// The batches of a store. Every method is blocking, as [`super::Store`]'s are.
@@ -226,12 +229,9 @@ pub trait Batches {
     ) -> Result<Vec<ClaimedRow>>;
     /// Extend the leases of every row `owner` holds in the batch; how many it holds.
     fn renew_rows(&self, batch_id: &str, owner: &str, ttl: Duration) -> Result<u64>;
-    /// Tie the run `run_id` to a row `owner` holds (before the run is created, so a
-    /// worker taking the row over finds the run, or creates it under that id).
-    /// [`super::StoreError::Leased`] when `owner` does not hold the row.
-    fn assign_row_run(&self, batch_id: &str, idx: u64, owner: &str, run_id: &str) -> Result<()>;
-    /// Record how a row `owner` holds ended; [`super::StoreError::Leased`] when `owner`
-    /// does not hold it any more (another worker took it over).
+    /// Record how a row `owner` holds ended (and give up the lease of
+    /// [`RowEnd::release_run`], in the same transaction); [`super::StoreError::Leased`]
+    /// when `owner` does not hold it any more (another worker took it over).
     fn finish_row(&self, batch_id: &str, idx: u64, owner: &str, end: &RowEnd) -> Result<()>;
     /// Give back the rows `owner` holds and has not finished, or only `row` of them
     /// (pending again; their runs stay tied to them, to be continued); how many.

@@ -241,6 +241,44 @@ pub struct RunWrite {
     pub checkpoint: Option<CheckpointWrite>,
     /// Set when the turn ends with this write.
     pub end: Option<TurnEnd>,
+    /// Done before the rest: the run created, with its first turn (a write that makes
+    /// a batch row's run commits with other runs' writes instead of alone).
+    pub create: Option<Box<NewRun>>,
+    /// Done after the rest: the end of the batch row the run was made for recorded.
+    pub row_end: Option<Box<RowFinish>>,
+}
+
+/// A run a [`RunWrite`] creates: stored running with its first turn, its lease when it
+/// has one, and tied to a batch row when it is one's.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    /// The run (its id is the write's).
+    pub record: RunRecord,
+    /// The first turn's kind.
+    pub kind: TurnKind,
+    /// Its query.
+    pub query: String,
+    /// Its inputs (an object).
+    pub inputs: Value,
+    /// The lease taken on it: holder and lifetime.
+    pub lease: Option<(String, Duration)>,
+    /// The batch and row (0-based) it is made for, which the lease's holder must hold
+    /// ([`StoreError::Leased`] else, and nothing is created).
+    pub row: Option<(String, u64)>,
+}
+
+/// A batch row's end, recorded by a [`RunWrite`] of the row's run (see
+/// [`Batches::finish_row`]).
+#[derive(Debug, Clone)]
+pub struct RowFinish {
+    /// The batch.
+    pub batch_id: String,
+    /// The row (0-based).
+    pub idx: u64,
+    /// The worker holding it.
+    pub owner: String,
+    /// How it ended.
+    pub end: RowEnd,
 }
 
 impl RunWrite {

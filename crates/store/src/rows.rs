@@ -3,19 +3,53 @@
 //! run's write (events as compact chunks, the checkpoint in its sequence, large values
 //! kept once, how the turn ended), and reading events and checkpoints back.
 
+use std::time::Duration;
+
 use canvas_engine::RunState;
+use serde_json::Value;
 
 use super::checkpoint::Checkpointer;
 use super::chunk::StoredChunk;
 use super::delta::{Delta, apply};
 use super::record::{RawRun, from_json, to_json};
-use super::{Result, RunStatus, RunWrite, StoreError, blobs, chunk, unix_now};
+use super::{
+    NewRun, Result, RowFinish, RunRecord, RunStatus, RunWrite, StoreError, TurnKind, blobs, chunk,
+    unix_now,
+};
 
 /// An event chunk to insert: a run's turn, and the chunk as it reads back.
 pub(crate) struct NewChunk<'a> {
     pub run_id: &'a str,
     pub turn: u32,
     pub chunk: StoredChunk<'a>,
+}
+
+/// A new run with its first turn, as [`Rows::create_run`] stores it.
+pub(crate) struct FirstTurn<'a> {
+    /// The run.
+    pub rec: &'a RunRecord,
+    /// The first turn: its kind, query and inputs.
+    pub kind: TurnKind,
+    pub query: &'a str,
+    pub inputs: &'a Value,
+    /// The lease taken on the run: holder and lifetime.
+    pub lease: Option<(&'a str, Duration)>,
+    /// The batch and row (0-based) the run is tied to; the lease's holder holds it.
+    pub row: Option<(&'a str, u64)>,
+}
+
+impl NewRun {
+    /// As [`Rows::create_run`] takes it.
+    pub(crate) fn first_turn(&self) -> FirstTurn<'_> {
+        FirstTurn {
+            rec: &self.record,
+            kind: self.kind,
+            query: &self.query,
+            inputs: &self.inputs,
+            lease: self.lease.as_ref().map(|(o, ttl)| (o.as_str(), *ttl)),
+            row: self.row.as_ref().map(|(b, i)| (b.as_str(), *i)),
+        }
+    }
 }
 
 /// A checkpoint to insert.
@@ -112,6 +146,11 @@ pub(crate) trait Rows {
     fn ref_blob(&mut self, run_id: &str, hash: &str) -> Result<bool>;
     /// Store blob `hash` (compressed `body`) and note that the run uses it.
     fn insert_blob(&mut self, run_id: &str, hash: &str, body: &[u8]) -> Result<()>;
+    /// Insert a new run, running, with its first turn (and its lease, and its tie to a
+    /// batch row the lease's holder holds: [`StoreError::Leased`] else).
+    fn create_run(&mut self, t: &FirstTurn<'_>) -> Result<()>;
+    /// Record a batch row's end (see [`crate::Batches::finish_row`]).
+    fn finish_row(&mut self, f: &RowFinish) -> Result<()>;
     /// The run's status after its turn `turn` ended (and that turn's end).
     fn end_turn(&mut self, run_id: &str, turn: u32, end: &TurnEndRow<'_>) -> Result<()>;
     /// A blob's compressed body (run `run_id` uses it).
@@ -152,8 +191,12 @@ pub(crate) struct TurnEndRow<'a> {
 /// `joined` is the writer's buffer for joining chunks ([`chunk::each_joined`]).
 pub(crate) fn write_run(rows: &mut impl Rows, w: &RunWrite, joined: &mut String) -> Result<u64> {
     let run_id = w.run_id.as_str();
-    if !rows.run_exists(run_id)? {
-        return Err(StoreError::NotFound(run_id.to_string()));
+    match &w.create {
+        Some(new) => rows.create_run(&new.first_turn())?,
+        None if !rows.run_exists(run_id)? => {
+            return Err(StoreError::NotFound(run_id.to_string()));
+        }
+        None => {}
     }
     let mut next: Option<i64> = None;
     chunk::each_joined(&w.events, joined, |first, count, text| {
@@ -222,6 +265,9 @@ pub(crate) fn write_run(rows: &mut impl Rows, w: &RunWrite, joined: &mut String)
             now: unix_now(),
         };
         rows.end_turn(run_id, w.turn, &row)?;
+    }
+    if let Some(f) = &w.row_end {
+        rows.finish_row(f)?;
     }
     Ok(bytes)
 }

@@ -8,7 +8,10 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::testkit::{Fixture, on_both};
-use crate::{BatchRecord, RowCounts, RowEnd, RowSpec, RowStatus, StoreError, lease, unix_now};
+use crate::{
+    BatchRecord, NewRun, RowCounts, RowEnd, RowFinish, RowSpec, RowStatus, RunRecord, RunStatus,
+    RunWrite, StoreError, TurnKind, lease, unix_now,
+};
 
 fn batch(key: &str, n: usize) -> (BatchRecord, Vec<RowSpec>) {
     let rec = BatchRecord {
@@ -36,6 +39,46 @@ fn end(status: RowStatus, passed: Option<bool>) -> RowEnd {
         status,
         passed,
         result: json!({"status": status.as_str()}),
+        release_run: None,
+    }
+}
+
+/// A new run record with id `id` (not stored).
+fn run_rec(id: &str) -> RunRecord {
+    let mut rec = RunRecord::new("flow.json", "{\"components\": {}}");
+    rec.id = id.to_string();
+    rec
+}
+
+/// A write creating the run `run_id` of row `idx` for `owner`, with its first turn.
+fn create_row_run(batch_id: &str, idx: u64, owner: &str, run_id: &str) -> RunWrite {
+    RunWrite {
+        create: Some(Box::new(NewRun {
+            record: run_rec(run_id),
+            kind: TurnKind::Start,
+            query: "q".into(),
+            inputs: json!({}),
+            lease: Some((owner.into(), TTL)),
+            row: Some((batch_id.into(), idx)),
+        })),
+        ..RunWrite::new(run_id, 1)
+    }
+}
+
+/// A write of the run `run_id` recording its row's end (giving up its lease).
+fn finish_with_run(batch_id: &str, idx: u64, owner: &str, run_id: &str) -> RunWrite {
+    let end = RowEnd {
+        release_run: Some(run_id.into()),
+        ..end(RowStatus::Succeeded, None)
+    };
+    RunWrite {
+        row_end: Some(Box::new(RowFinish {
+            batch_id: batch_id.into(),
+            idx,
+            owner: owner.into(),
+            end,
+        })),
+        ..RunWrite::new(run_id, 1)
     }
 }
 
@@ -88,12 +131,22 @@ fn only_the_holder_ties_a_run_or_finishes_a_row(f: &Fixture) {
     let (rec, rows) = batch("k", 1);
     s.create_batch(&rec, &rows).unwrap();
     s.claim_rows(&rec.id, "a", 1, TTL).unwrap();
-    let e = s.assign_row_run(&rec.id, 0, "b", "RUN").unwrap_err();
+    let e = s
+        .write_one(create_row_run(&rec.id, 0, "b", "RUN"))
+        .unwrap_err();
     assert!(
         matches!(e, StoreError::Leased { ref owner, .. } if owner == "a"),
         "{e}"
     );
-    s.assign_row_run(&rec.id, 0, "a", "RUN").unwrap();
+    // Refused as a whole: no run was made.
+    assert!(matches!(s.find_run("RUN"), Err(StoreError::NotFound(_))));
+    assert_eq!(s.batch_rows(&rec.id).unwrap()[0].run_id, None);
+    s.write_one(create_row_run(&rec.id, 0, "a", "RUN")).unwrap();
+    // The run, its first turn and its lease, tied to the row.
+    let run = s.find_run("RUN").unwrap();
+    assert_eq!((run.status, run.turns), (RunStatus::Running, 1));
+    assert_eq!(s.last_turn("RUN").unwrap().unwrap().query, "q");
+    assert_eq!(s.lease_owner("RUN").unwrap().as_deref(), Some("a"));
     let e = s
         .finish_row(&rec.id, 0, "b", &end(RowStatus::Succeeded, None))
         .unwrap_err();
@@ -102,6 +155,83 @@ fn only_the_holder_ties_a_run_or_finishes_a_row(f: &Fixture) {
         s.batch_rows(&rec.id).unwrap()[0].run_id.as_deref(),
         Some("RUN")
     );
+    assert_eq!(s.lease_owner("RUN").unwrap().as_deref(), Some("a"));
+}
+
+fn finishing_a_row_gives_up_its_runs_lease(f: &Fixture) {
+    let s = f.store();
+    let (rec, rows) = batch("k", 3);
+    s.create_batch(&rec, &rows).unwrap();
+    s.claim_rows(&rec.id, "a", 3, TTL).unwrap();
+    for (i, run) in ["RUN0", "RUN1", "RUN2"].into_iter().enumerate() {
+        s.write_one(create_row_run(&rec.id, i as u64, "a", run))
+            .unwrap();
+    }
+    let done = RowEnd {
+        release_run: Some("RUN0".into()),
+        ..end(RowStatus::Succeeded, None)
+    };
+    s.finish_row(&rec.id, 0, "a", &done).unwrap();
+    assert_eq!(s.lease_owner("RUN0").unwrap(), None);
+    assert_eq!(
+        s.batch_rows(&rec.id).unwrap()[0].status,
+        RowStatus::Succeeded
+    );
+    // Another holder's lease is not ours to give up.
+    s.release_lease("RUN1", "a").unwrap();
+    assert!(s.acquire_lease("RUN1", "c", TTL).unwrap());
+    s.write_one(finish_with_run(&rec.id, 1, "a", "RUN1"))
+        .unwrap();
+    assert_eq!(s.lease_owner("RUN1").unwrap().as_deref(), Some("c"));
+    assert_eq!(
+        s.batch_rows(&rec.id).unwrap()[1].status,
+        RowStatus::Succeeded
+    );
+    // A row refused leaves the lease as it was.
+    let e = s
+        .write_one(finish_with_run(&rec.id, 2, "b", "RUN2"))
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Leased { .. }), "{e}");
+    assert_eq!(s.lease_owner("RUN2").unwrap().as_deref(), Some("a"));
+    assert_eq!(s.batch_rows(&rec.id).unwrap()[2].status, RowStatus::Running);
+}
+
+fn rows_made_and_finished_in_one_group_stand_alone(f: &Fixture) {
+    let s = f.store();
+    let (rec, rows) = batch("k", 3);
+    s.create_batch(&rec, &rows).unwrap();
+    s.claim_rows(&rec.id, "a", 2, TTL).unwrap();
+    s.claim_rows(&rec.id, "b", 1, TTL).unwrap();
+    s.write_one(create_row_run(&rec.id, 0, "a", "RUN0"))
+        .unwrap();
+    // One group: row 0 ends, row 1's run is made, row 2 is not "a"'s to make a run for.
+    let results = s
+        .write(&[
+            finish_with_run(&rec.id, 0, "a", "RUN0"),
+            create_row_run(&rec.id, 1, "a", "RUN1"),
+            create_row_run(&rec.id, 2, "a", "RUN2"),
+        ])
+        .unwrap();
+    assert!(results[0].is_ok() && results[1].is_ok(), "{results:?}");
+    assert!(
+        matches!(&results[2], Err(StoreError::Leased { owner, .. }) if owner == "b"),
+        "{results:?}"
+    );
+    let stored = s.batch_rows(&rec.id).unwrap();
+    assert_eq!(
+        stored
+            .iter()
+            .map(|r| (r.status, r.run_id.as_deref()))
+            .collect::<Vec<_>>(),
+        [
+            (RowStatus::Succeeded, Some("RUN0")),
+            (RowStatus::Running, Some("RUN1")),
+            (RowStatus::Running, None),
+        ]
+    );
+    assert_eq!(s.lease_owner("RUN0").unwrap(), None);
+    assert_eq!(s.lease_owner("RUN1").unwrap().as_deref(), Some("a"));
+    assert!(matches!(s.find_run("RUN2"), Err(StoreError::NotFound(_))));
 }
 
 fn an_expired_or_released_row_is_claimed_again_with_its_run(f: &Fixture) {
@@ -109,7 +239,8 @@ fn an_expired_or_released_row_is_claimed_again_with_its_run(f: &Fixture) {
     let (rec, rows) = batch("k", 2);
     s.create_batch(&rec, &rows).unwrap();
     s.claim_rows(&rec.id, "a", 1, Duration::ZERO).unwrap();
-    s.assign_row_run(&rec.id, 0, "a", "RUN0").unwrap();
+    s.write_one(create_row_run(&rec.id, 0, "a", "RUN0"))
+        .unwrap();
     s.claim_rows(&rec.id, "a", 1, TTL).unwrap();
     assert_eq!(s.renew_rows(&rec.id, "a", Duration::ZERO).unwrap(), 2);
     std::thread::sleep(Duration::from_millis(5));
@@ -306,6 +437,8 @@ fn workers_joining_at_once_join_one_batch(f: &Fixture) {
 on_both!(
     rows_are_claimed_once_in_order_and_counted,
     only_the_holder_ties_a_run_or_finishes_a_row,
+    finishing_a_row_gives_up_its_runs_lease,
+    rows_made_and_finished_in_one_group_stand_alone,
     an_expired_or_released_row_is_claimed_again_with_its_run,
     a_dead_local_worker_loses_its_rows_at_once,
     workers_join_the_open_batch_of_their_key_until_it_is_done,

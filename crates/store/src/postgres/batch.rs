@@ -120,7 +120,7 @@ fn counts_of(c: &mut impl GenericClient, ids: &[String]) -> Result<Vec<RowCounts
 }
 
 /// The row is not held by the worker that asked: by whom it is.
-fn not_held(tx: &mut Transaction<'_>, batch_id: &str, idx: u64) -> StoreError {
+fn not_held(tx: &mut impl GenericClient, batch_id: &str, idx: u64) -> StoreError {
     let owner = tx
         .query_opt(
             "SELECT owner FROM batch_rows WHERE batch_id = $1 AND idx = $2",
@@ -130,6 +130,86 @@ fn not_held(tx: &mut Transaction<'_>, batch_id: &str, idx: u64) -> StoreError {
         .flatten()
         .and_then(|r| col::<Option<String>>(&r, 0).ok().flatten());
     row_not_held(batch_id, idx, owner)
+}
+
+/// Tie the run `run_id` to a row `owner` holds.
+pub(super) fn tie_row_run(
+    c: &mut impl GenericClient,
+    batch_id: &str,
+    idx: u64,
+    owner: &str,
+    run_id: &str,
+) -> Result<()> {
+    let n = c
+        .execute(
+            "UPDATE batch_rows SET run_id = $4
+             WHERE batch_id = $1 AND idx = $2 AND owner = $3 AND status = 'running'",
+            &[&batch_id, &(idx as i64), &owner, &run_id],
+        )
+        .map_err(|e| {
+            let what = format!("tying run {run_id} to row {} of batch {batch_id}", idx + 1);
+            pg_err(&what, e)
+        })?;
+    if n == 0 {
+        return Err(not_held(c, batch_id, idx));
+    }
+    Ok(())
+}
+
+/// Record how a row `owner` holds ended, and give up the lease of its run
+/// ([`RowEnd::release_run`]); the last row done closes the batch.
+pub(super) fn record_row_end(
+    c: &mut impl GenericClient,
+    batch_id: &str,
+    idx: u64,
+    owner: &str,
+    end: &RowEnd,
+) -> Result<()> {
+    let what = format!("recording row {} of batch {batch_id}", idx + 1);
+    let result = to_json(&end.result)?;
+    let err = |e| pg_err(&what, e);
+    // The batch first: two workers finishing its last two rows at once would each see
+    // the other's row still running, and neither close it.
+    c.execute(
+        "SELECT 1 FROM batches WHERE id = $1 FOR UPDATE",
+        &[&batch_id],
+    )
+    .map_err(err)?;
+    let n = c
+        .execute(
+            "UPDATE batch_rows SET status = $4, passed = $5, result = $6, owner = NULL,
+                    lease_expires = NULL
+             WHERE batch_id = $1 AND idx = $2 AND owner = $3 AND status = 'running'",
+            &[
+                &batch_id,
+                &(idx as i64),
+                &owner,
+                &end.status.as_str(),
+                &end.passed,
+                &result,
+            ],
+        )
+        .map_err(err)?;
+    if n == 0 {
+        return Err(not_held(c, batch_id, idx));
+    }
+    if let Some(run_id) = &end.release_run {
+        c.execute(
+            "UPDATE runs SET lease_owner = NULL, lease_expires = NULL
+             WHERE id = $1 AND lease_owner = $2",
+            &[run_id, &owner],
+        )
+        .map_err(err)?;
+    }
+    // The last row done closes the batch: a worker joining later starts anew.
+    c.execute(
+        "UPDATE batches SET open = false WHERE id = $1 AND open AND NOT EXISTS
+         (SELECT 1 FROM batch_rows WHERE batch_id = $1
+          AND status IN ('pending', 'running'))",
+        &[&batch_id],
+    )
+    .map_err(err)?;
+    Ok(())
 }
 
 /// What a claim takes: rows whose worker is gone (`dead`: holders of this machine that
@@ -341,63 +421,9 @@ impl Batches for PgStore {
         })
     }
 
-    fn assign_row_run(&self, batch_id: &str, idx: u64, owner: &str, run_id: &str) -> Result<()> {
-        let what = format!("tying run {run_id} to row {} of batch {batch_id}", idx + 1);
-        self.tx(&what, |tx| {
-            let n = tx
-                .execute(
-                    "UPDATE batch_rows SET run_id = $4
-                     WHERE batch_id = $1 AND idx = $2 AND owner = $3 AND status = 'running'",
-                    &[&batch_id, &(idx as i64), &owner, &run_id],
-                )
-                .map_err(|e| pg_err(&what, e))?;
-            if n == 0 {
-                return Err(not_held(tx, batch_id, idx));
-            }
-            Ok(())
-        })
-    }
-
     fn finish_row(&self, batch_id: &str, idx: u64, owner: &str, end: &RowEnd) -> Result<()> {
         let what = format!("recording row {} of batch {batch_id}", idx + 1);
-        let result = to_json(&end.result)?;
-        self.tx(&what, |tx| {
-            let err = |e| pg_err(&what, e);
-            // The batch first: two workers finishing its last two rows at once would
-            // each see the other's row still running, and neither close it.
-            tx.execute(
-                "SELECT 1 FROM batches WHERE id = $1 FOR UPDATE",
-                &[&batch_id],
-            )
-            .map_err(err)?;
-            let n = tx
-                .execute(
-                    "UPDATE batch_rows SET status = $4, passed = $5, result = $6, owner = NULL,
-                            lease_expires = NULL
-                     WHERE batch_id = $1 AND idx = $2 AND owner = $3 AND status = 'running'",
-                    &[
-                        &batch_id,
-                        &(idx as i64),
-                        &owner,
-                        &end.status.as_str(),
-                        &end.passed,
-                        &result,
-                    ],
-                )
-                .map_err(err)?;
-            if n == 0 {
-                return Err(not_held(tx, batch_id, idx));
-            }
-            // The last row done closes the batch: a worker joining later starts anew.
-            tx.execute(
-                "UPDATE batches SET open = false WHERE id = $1 AND open AND NOT EXISTS
-                 (SELECT 1 FROM batch_rows WHERE batch_id = $1
-                  AND status IN ('pending', 'running'))",
-                &[&batch_id],
-            )
-            .map_err(err)?;
-            Ok(())
-        })
+        self.tx(&what, |tx| record_row_end(tx, batch_id, idx, owner, end))
     }
 
     fn release_rows(&self, batch_id: &str, owner: &str, row: Option<u64>) -> Result<u64> {

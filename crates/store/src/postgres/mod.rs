@@ -41,12 +41,12 @@ use pool::Pool;
 use crate::record::{MAX_MATCHES, RawRun, RawTurn, like_prefix, one_match, to_json};
 use crate::retention::{self, AutoVacuum, DELETE_CHUNK, PruneFilter, Reclaimed, StoreSize};
 use crate::rows::{
-    self, Body, Candidate, CheckpointRow, ChunkRow, LeaseRow, NewCheckpoint, NewChunk, PruneQuery,
-    Rows, TurnEndRow,
+    self, Body, Candidate, CheckpointRow, ChunkRow, FirstTurn, LeaseRow, NewCheckpoint, NewChunk,
+    PruneQuery, Rows, TurnEndRow,
 };
 use crate::{
-    Checkpointer, Result, RunRecord, RunStatus, RunWrite, Store, StoreError, TurnKind, TurnRecord,
-    lease, unix_now,
+    Checkpointer, Result, RowFinish, RunRecord, RunStatus, RunWrite, Store, StoreError, TurnKind,
+    TurnRecord, lease, unix_now,
 };
 
 /// Connections a store opens at most.
@@ -244,32 +244,10 @@ impl PgStore {
 
     /// Insert `rec` with its first turn, and its lease when `lease` names the owner, in
     /// one transaction.
-    fn create_first_turn(
-        &self,
-        rec: &RunRecord,
-        (kind, query, inputs): (TurnKind, &str, &Value),
-        lease: Option<(&str, Duration)>,
-    ) -> Result<u32> {
-        let ctx = format!("creating the run (run {})", rec.id);
-        let inputs = to_json(inputs)?;
+    fn create_first_turn(&self, t: &FirstTurn<'_>) -> Result<u32> {
+        let ctx = format!("creating the run (run {})", t.rec.id);
         self.tx(&ctx, |tx| {
-            insert_run(tx, &ctx, rec, 1, RunStatus::Running)?;
-            tx.execute(
-                "INSERT INTO turns (run_id, turn, kind, query, inputs, started_at)
-                 VALUES ($1, 1, $2, $3, $4, $5)",
-                &[&rec.id, &kind.as_str(), &query, &inputs, &rec.created_at],
-            )
-            .map_err(|e| pg_err(&ctx, e))?;
-            if let Some((owner, ttl)) = lease {
-                tx.execute(
-                    &format!(
-                        "UPDATE runs SET lease_owner = $2, lease_expires = {NOW} + $3 \
-                         WHERE id = $1"
-                    ),
-                    &[&rec.id, &owner, &ttl.as_secs_f64()],
-                )
-                .map_err(|e| pg_err(&ctx, e))?;
-            }
+            insert_first_turn(tx, t)?;
             Ok(1)
         })
     }
@@ -360,10 +338,45 @@ fn read_checkpoint(r: &Row) -> Result<CheckpointRow> {
     })
 }
 
+/// Insert a new run with its first turn, its lease and its tie to a batch row (see
+/// [`Rows::create_run`]).
+fn insert_first_turn(c: &mut impl GenericClient, t: &FirstTurn<'_>) -> Result<()> {
+    let rec = t.rec;
+    let ctx = format!("creating the run (run {})", rec.id);
+    if let (Some((batch_id, idx)), Some((owner, _))) = (t.row, t.lease) {
+        batch::tie_row_run(c, batch_id, idx, owner, &rec.id)?;
+    }
+    let inputs = to_json(t.inputs)?;
+    insert_run(c, &ctx, rec, 1, RunStatus::Running)?;
+    c.execute(
+        "INSERT INTO turns (run_id, turn, kind, query, inputs, started_at)
+         VALUES ($1, 1, $2, $3, $4, $5)",
+        &[
+            &rec.id,
+            &t.kind.as_str(),
+            &t.query,
+            &inputs,
+            &rec.created_at,
+        ],
+    )
+    .map_err(|e| pg_err(&ctx, e))?;
+    if let Some((owner, ttl)) = t.lease {
+        c.execute(
+            &format!(
+                "UPDATE runs SET lease_owner = $2, lease_expires = {NOW} + $3 \
+                 WHERE id = $1"
+            ),
+            &[&rec.id, &owner, &ttl.as_secs_f64()],
+        )
+        .map_err(|e| pg_err(&ctx, e))?;
+    }
+    Ok(())
+}
+
 /// Insert `rec` into `runs` with `turns` and `status` (a new run's first turn is
 /// written with it), and its canvas into `canvases` unless it is there.
 fn insert_run(
-    tx: &mut Transaction<'_>,
+    tx: &mut impl GenericClient,
     ctx: &str,
     rec: &RunRecord,
     turns: u32,
@@ -550,6 +563,14 @@ impl<C: GenericClient> Rows for PgRows<'_, C> {
             .map(drop)
     }
 
+    fn create_run(&mut self, t: &FirstTurn<'_>) -> Result<()> {
+        insert_first_turn(self.c, t)
+    }
+
+    fn finish_row(&mut self, f: &RowFinish) -> Result<()> {
+        batch::record_row_end(self.c, &f.batch_id, f.idx, &f.owner, &f.end)
+    }
+
     fn end_turn(&mut self, run_id: &str, turn: u32, end: &TurnEndRow<'_>) -> Result<()> {
         let err = err_for(self.what, run_id);
         let status = end.status.as_str();
@@ -721,7 +742,14 @@ impl Store for PgStore {
         query: &str,
         inputs: &Value,
     ) -> Result<u32> {
-        self.create_first_turn(rec, (kind, query, inputs), None)
+        self.create_first_turn(&FirstTurn {
+            rec,
+            kind,
+            query,
+            inputs,
+            lease: None,
+            row: None,
+        })
     }
 
     fn create_run_leased(
@@ -731,7 +759,14 @@ impl Store for PgStore {
         owner: &str,
         ttl: Duration,
     ) -> Result<u32> {
-        self.create_first_turn(rec, turn, Some((owner, ttl)))
+        self.create_first_turn(&FirstTurn {
+            rec,
+            kind: turn.0,
+            query: turn.1,
+            inputs: turn.2,
+            lease: Some((owner, ttl)),
+            row: None,
+        })
     }
 
     fn find_run(&self, id_or_prefix: &str) -> Result<RunRecord> {
@@ -801,9 +836,30 @@ impl Store for PgStore {
         let mut tries = 0;
         // Chunks are joined here, in one buffer for the group.
         let mut joined = String::new();
+        // The batches whose rows end in the group, locked first and in order: a row's
+        // end locks its batch and a new run its canvas, which two groups taking them the
+        // other way round would deadlock on.
+        let mut batches: Vec<&str> = writes
+            .iter()
+            .filter_map(|w| w.row_end.as_ref().map(|f| f.batch_id.as_str()))
+            .collect();
+        batches.sort_unstable();
+        batches.dedup();
         loop {
             tries += 1;
             let mut tx = c.transaction().map_err(|e| pg_err(ctx, e))?;
+            if !batches.is_empty() {
+                let locked = tx.execute(
+                    "SELECT 1 FROM batches WHERE id = ANY($1) ORDER BY id FOR UPDATE",
+                    &[&batches],
+                );
+                if let Err(e) = locked.map_err(|e| pg_err(ctx, e)) {
+                    if tries < TRIES && retryable(&e) {
+                        continue;
+                    }
+                    return Err(e);
+                }
+            }
             let mut results = Vec::with_capacity(writes.len());
             let mut bytes = 0;
             for w in writes {

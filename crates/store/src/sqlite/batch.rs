@@ -47,6 +47,79 @@ fn not_held(batch_id: &str, idx: u64, c: &Connection) -> StoreError {
     row_not_held(batch_id, idx, owner)
 }
 
+/// Tie the run `run_id` to a row `owner` holds.
+pub(super) fn tie_row_run(
+    c: &Connection,
+    batch_id: &str,
+    idx: u64,
+    owner: &str,
+    run_id: &str,
+) -> Result<()> {
+    let what = || format!("tying run {run_id} to row {} of batch {batch_id}", idx + 1);
+    let n = c
+        .prepare_cached(
+            "UPDATE batch_rows SET run_id = ?4
+             WHERE batch_id = ?1 AND idx = ?2 AND owner = ?3 AND status = 'running'",
+        )
+        .and_then(|mut st| st.execute(params![batch_id, idx as i64, owner, run_id]))
+        .map_err(|e| sql(&what(), e))?;
+    if n == 0 {
+        return Err(not_held(batch_id, idx, c));
+    }
+    Ok(())
+}
+
+/// Record how a row `owner` holds ended, and give up the lease of its run
+/// ([`RowEnd::release_run`]); the last row done closes the batch.
+pub(super) fn record_row_end(
+    c: &Connection,
+    batch_id: &str,
+    idx: u64,
+    owner: &str,
+    end: &RowEnd,
+) -> Result<()> {
+    let what = || format!("recording row {} of batch {batch_id}", idx + 1);
+    let err = |e| sql(&what(), e);
+    let result = to_json(&end.result)?;
+    let n = c
+        .prepare_cached(
+            "UPDATE batch_rows SET status = ?4, passed = ?5, result = ?6, owner = NULL,
+                    lease_expires = NULL
+             WHERE batch_id = ?1 AND idx = ?2 AND owner = ?3 AND status = 'running'",
+        )
+        .and_then(|mut st| {
+            st.execute(params![
+                batch_id,
+                idx as i64,
+                owner,
+                end.status.as_str(),
+                end.passed,
+                result
+            ])
+        })
+        .map_err(err)?;
+    if n == 0 {
+        return Err(not_held(batch_id, idx, c));
+    }
+    if let Some(run_id) = &end.release_run {
+        c.prepare_cached(
+            "UPDATE runs SET lease_owner = NULL, lease_expires = NULL
+             WHERE id = ?1 AND lease_owner = ?2",
+        )
+        .and_then(|mut st| st.execute(params![run_id, owner]))
+        .map_err(err)?;
+    }
+    // The last row done closes the batch: a worker joining later starts anew.
+    c.prepare_cached(
+        "UPDATE batches SET open = 0 WHERE id = ?1 AND open AND NOT EXISTS
+         (SELECT 1 FROM batch_rows WHERE batch_id = ?1
+          AND status IN ('pending', 'running'))",
+    )
+    .and_then(|mut st| st.execute([batch_id]))
+    .map_err(err)?;
+    Ok(())
+}
+
 impl SqliteStore {
     /// Run `f` in one `BEGIN IMMEDIATE` transaction.
     fn batch_tx<T>(&self, what: &str, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
@@ -316,58 +389,9 @@ impl Batches for SqliteStore {
         })
     }
 
-    fn assign_row_run(&self, batch_id: &str, idx: u64, owner: &str, run_id: &str) -> Result<()> {
-        let what = format!("tying run {run_id} to row {} of batch {batch_id}", idx + 1);
-        self.batch_tx(&what, |tx| {
-            let n = tx
-                .execute(
-                    "UPDATE batch_rows SET run_id = ?4
-                     WHERE batch_id = ?1 AND idx = ?2 AND owner = ?3 AND status = 'running'",
-                    params![batch_id, idx as i64, owner, run_id],
-                )
-                .map_err(|e| sql(&what, e))?;
-            if n == 0 {
-                return Err(not_held(batch_id, idx, tx));
-            }
-            Ok(())
-        })
-    }
-
     fn finish_row(&self, batch_id: &str, idx: u64, owner: &str, end: &RowEnd) -> Result<()> {
         let what = format!("recording row {} of batch {batch_id}", idx + 1);
-        let result = to_json(&end.result)?;
-        self.batch_tx(&what, |tx| {
-            let err = |e| sql(&what, e);
-            let n = tx
-                .prepare_cached(
-                    "UPDATE batch_rows SET status = ?4, passed = ?5, result = ?6, owner = NULL,
-                            lease_expires = NULL
-                     WHERE batch_id = ?1 AND idx = ?2 AND owner = ?3 AND status = 'running'",
-                )
-                .and_then(|mut st| {
-                    st.execute(params![
-                        batch_id,
-                        idx as i64,
-                        owner,
-                        end.status.as_str(),
-                        end.passed,
-                        result
-                    ])
-                })
-                .map_err(err)?;
-            if n == 0 {
-                return Err(not_held(batch_id, idx, tx));
-            }
-            // The last row done closes the batch: a worker joining later starts anew.
-            tx.prepare_cached(
-                "UPDATE batches SET open = 0 WHERE id = ?1 AND open AND NOT EXISTS
-                 (SELECT 1 FROM batch_rows WHERE batch_id = ?1
-                  AND status IN ('pending', 'running'))",
-            )
-            .and_then(|mut st| st.execute([batch_id]))
-            .map_err(err)?;
-            Ok(())
-        })
+        self.batch_tx(&what, |tx| record_row_end(tx, batch_id, idx, owner, end))
     }
 
     fn release_rows(&self, batch_id: &str, owner: &str, row: Option<u64>) -> Result<u64> {

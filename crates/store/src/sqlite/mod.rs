@@ -27,11 +27,11 @@ pub use schema::SCHEMA_VERSION;
 
 use super::record::{RawRun, RawTurn, like_prefix, one_match, to_json};
 use super::rows::{
-    self, Body, Candidate, CheckpointRow, ChunkRow, LeaseRow, NewCheckpoint, NewChunk, PruneQuery,
-    Rows, TurnEndRow,
+    self, Body, Candidate, CheckpointRow, ChunkRow, FirstTurn, LeaseRow, NewCheckpoint, NewChunk,
+    PruneQuery, Rows, TurnEndRow,
 };
 use super::{
-    Checkpointer, PruneFilter, Reclaimed, Result, RunRecord, RunStatus, RunWrite, Store,
+    Checkpointer, PruneFilter, Reclaimed, Result, RowFinish, RunRecord, RunStatus, RunWrite, Store,
     StoreError, StoreSize, TurnKind, TurnRecord, lease, record::MAX_MATCHES, unix_now,
 };
 use schema::sql;
@@ -325,31 +325,9 @@ impl SqliteStore {
 
     /// Insert `rec` with its first turn, and its lease when `lease` names the owner, in
     /// one transaction.
-    fn create_first_turn(
-        &self,
-        rec: &RunRecord,
-        (kind, query, inputs): (TurnKind, &str, &Value),
-        lease: Option<(&str, Duration)>,
-    ) -> Result<u32> {
-        let op = Op("creating the run", &rec.id);
-        let inputs = to_json(inputs)?;
-        self.write(op, |tx| {
-            insert_run(tx, op, rec, 1, RunStatus::Running)?;
-            exec(
-                tx,
-                op,
-                "INSERT INTO turns (run_id, turn, kind, query, inputs, started_at)
-                 VALUES (?1, 1, ?2, ?3, ?4, ?5)",
-                params![rec.id, kind.as_str(), query, inputs, rec.created_at],
-            )?;
-            if let Some((owner, ttl)) = lease {
-                exec(
-                    tx,
-                    op,
-                    "UPDATE runs SET lease_owner = ?2, lease_expires = ?3 WHERE id = ?1",
-                    params![rec.id, owner, unix_now() + ttl.as_secs_f64()],
-                )?;
-            }
+    fn create_first_turn(&self, t: &FirstTurn<'_>) -> Result<u32> {
+        self.write(Op("creating the run", &t.rec.id), |tx| {
+            insert_first_turn(tx, t)?;
             Ok(1)
         })
     }
@@ -519,6 +497,14 @@ impl Rows for SqliteRows<'_> {
         exec(self.c, self.op(run_id), q, params![hash, body]).map(drop)
     }
 
+    fn create_run(&mut self, t: &FirstTurn<'_>) -> Result<()> {
+        insert_first_turn(self.c, t)
+    }
+
+    fn finish_row(&mut self, f: &RowFinish) -> Result<()> {
+        batch::record_row_end(self.c, &f.batch_id, f.idx, &f.owner, &f.end)
+    }
+
     fn end_turn(&mut self, run_id: &str, turn: u32, end: &TurnEndRow<'_>) -> Result<()> {
         let op = self.op(run_id);
         exec(
@@ -638,7 +624,14 @@ impl Store for SqliteStore {
         query: &str,
         inputs: &Value,
     ) -> Result<u32> {
-        self.create_first_turn(rec, (kind, query, inputs), None)
+        self.create_first_turn(&FirstTurn {
+            rec,
+            kind,
+            query,
+            inputs,
+            lease: None,
+            row: None,
+        })
     }
 
     fn create_run_leased(
@@ -648,7 +641,14 @@ impl Store for SqliteStore {
         owner: &str,
         ttl: Duration,
     ) -> Result<u32> {
-        self.create_first_turn(rec, turn, Some((owner, ttl)))
+        self.create_first_turn(&FirstTurn {
+            rec,
+            kind: turn.0,
+            query: turn.1,
+            inputs: turn.2,
+            lease: Some((owner, ttl)),
+            row: None,
+        })
     }
 
     fn find_run(&self, id_or_prefix: &str) -> Result<RunRecord> {
@@ -914,7 +914,7 @@ impl Store for SqliteStore {
 /// Insert `rec` into `runs` with `turns` and `status` (a new run's first turn is
 /// written with it), and its canvas into `canvases` unless it is there.
 fn insert_run(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     op: Op<'_>,
     rec: &RunRecord,
     turns: u32,
@@ -955,6 +955,34 @@ fn insert_run(
         options,
     ];
     exec(tx, op, q, p).map(drop)
+}
+
+/// Insert a new run with its first turn, its lease and its tie to a batch row (see
+/// [`Rows::create_run`]).
+fn insert_first_turn(c: &Connection, t: &FirstTurn<'_>) -> Result<()> {
+    let rec = t.rec;
+    let op = Op("creating the run", &rec.id);
+    if let (Some((batch_id, idx)), Some((owner, _))) = (t.row, t.lease) {
+        batch::tie_row_run(c, batch_id, idx, owner, &rec.id)?;
+    }
+    let inputs = to_json(t.inputs)?;
+    insert_run(c, op, rec, 1, RunStatus::Running)?;
+    exec(
+        c,
+        op,
+        "INSERT INTO turns (run_id, turn, kind, query, inputs, started_at)
+         VALUES (?1, 1, ?2, ?3, ?4, ?5)",
+        params![rec.id, t.kind.as_str(), t.query, inputs, rec.created_at],
+    )?;
+    if let Some((owner, ttl)) = t.lease {
+        exec(
+            c,
+            op,
+            "UPDATE runs SET lease_owner = ?2, lease_expires = ?3 WHERE id = ?1",
+            params![rec.id, owner, unix_now() + ttl.as_secs_f64()],
+        )?;
+    }
+    Ok(())
 }
 
 /// Read the [`RUN_FIELDS`] of a row.
