@@ -1,5 +1,7 @@
 //! `canvas batch`: a canvas over a dataset, with checks, resumable.
 
+use canvas_batch::Observed;
+use canvas_store::{SqliteStore, Store};
 use serde_json::{Value, json};
 
 use crate::harness::CanvasCli;
@@ -114,6 +116,19 @@ fn a_batch_with_forms_and_checks_reports_exact_counts_and_resumes_to_nothing() {
     assert_eq!(r10["status"], "waiting");
     assert!(r10["error"].as_str().unwrap().contains("rating"), "{r10}");
     assert_eq!(r10["checks"], json!([]));
+
+    // What each row's result says of its run is what the run's stored events say (a
+    // new row's run is judged from its events as they were stored, not read back).
+    let store = SqliteStore::open_read_only(ran.dir().join("canvas.db"))
+        .unwrap()
+        .expect("the store exists");
+    for r in &results {
+        let run = r["run_id"].as_str().expect("every row has its run");
+        let seen = Observed::of(&store.events(run).unwrap());
+        assert_eq!(r["answer"], seen.answer.as_str(), "{r}");
+        assert_eq!(r["outputs"], seen.outputs, "{r}");
+        assert_eq!(r["usage"], serde_json::to_value(seen.usage).unwrap(), "{r}");
+    }
 
     // Every row's run is stored, once.
     let runs = ran

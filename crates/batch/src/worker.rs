@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use canvas_engine::{Canvas, RunConfig, StopReason, StopSignal};
 use canvas_runner::{
-    Drive, DriveError, Ended, GivenAnswers, HeldRuns, Lease, TurnRequest, error_line,
+    Drive, DriveError, Ended, GivenAnswers, HeldRuns, Lease, Observer, TurnRequest, error_line,
 };
 use canvas_store::call;
 use canvas_store::writer::WriterHandle;
@@ -277,13 +277,27 @@ impl Worker {
             ttl: self.lease,
             held,
         };
+        // A new row's run is heard as it goes (every turn of it is driven here), so
+        // its events need not be read back; a run continued is read back whole.
+        let heard: Arc<Mutex<Vec<String>>> = Arc::default();
+        let observer = row.run_id.is_none().then(|| {
+            let heard = Arc::clone(&heard);
+            let hear: Observer = Arc::new(move |line: &str| {
+                heard
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(line.to_string());
+            });
+            hear
+        });
+        let fresh = observer.is_some();
         let drive = Drive {
             canvas: &self.canvas,
             store: self.store.as_ref(),
             writer: &self.writer,
             config: &self.config,
             lease: Some(&lease),
-            observer: None,
+            observer,
         };
         let mut forms = GivenAnswers::new(ask.answers.clone());
         let run_id = row
@@ -333,8 +347,10 @@ impl Worker {
             // Not renewed from here on: given up below.
             drive.forget(&run_id);
         }
+        let heard = (fresh && holding)
+            .then(|| std::mem::take(&mut *heard.lock().unwrap_or_else(PoisonError::into_inner)));
         let out = self
-            .conclude(&row, &run_id, ended, holding, &expect, started)
+            .conclude(&row, &run_id, ended, holding, heard, &expect, started)
             .await;
         if holding && !matches!(out, Outcome::Done(_)) {
             // Failing to let go only delays the next holder until the lease expires.
@@ -401,13 +417,16 @@ impl Worker {
     }
 
     /// Judge and record a row whose run `run_id` ended (`holding`: with its lease, to
-    /// give up with the row's result).
+    /// give up with the row's result), from its events: `heard` as they were stored,
+    /// else read back.
+    #[allow(clippy::too_many_arguments)]
     async fn conclude(
         &self,
         row: &ClaimedRow,
         run_id: &str,
         ended: Result<Ended, DriveError>,
         holding: bool,
+        heard: Option<Vec<String>>,
         expect: &Expect,
         started: Instant,
     ) -> Outcome {
@@ -430,9 +449,12 @@ impl Worker {
                 };
             }
         };
-        let events = match call(self.store.as_ref(), || self.store.events(run_id)) {
-            Ok(ev) => ev,
-            Err(e) => return Outcome::Left(e.to_string()),
+        let events = match heard {
+            Some(lines) => lines,
+            None => match call(self.store.as_ref(), || self.store.events(run_id)) {
+                Ok(ev) => ev,
+                Err(e) => return Outcome::Left(e.to_string()),
+            },
         };
         let seen = Observed::of(&events);
         let seconds = started.elapsed().as_secs_f64();
