@@ -232,6 +232,18 @@ fn rows_made_and_finished_in_one_group_stand_alone(f: &Fixture) {
     assert_eq!(s.lease_owner("RUN0").unwrap(), None);
     assert_eq!(s.lease_owner("RUN1").unwrap().as_deref(), Some("a"));
     assert!(matches!(s.find_run("RUN2"), Err(StoreError::NotFound(_))));
+    // The statements the refused write ran, in a savepoint rolled back, serve the next
+    // group (on PostgreSQL they stay prepared on the connection).
+    s.write(&[create_row_run(&rec.id, 2, "b", "RUN2")])
+        .unwrap()
+        .pop()
+        .unwrap()
+        .unwrap();
+    assert_eq!(s.lease_owner("RUN2").unwrap().as_deref(), Some("b"));
+    assert_eq!(
+        s.batch_rows(&rec.id).unwrap()[2].run_id.as_deref(),
+        Some("RUN2")
+    );
 }
 
 fn an_expired_or_released_row_is_claimed_again_with_its_run(f: &Fixture) {

@@ -105,7 +105,13 @@ impl Agents for PgStore {
     fn create_session(&self, run: &RunRecord, agent_id: &str, user_id: &str) -> Result<()> {
         let ctx = format!("storing the session (run {})", run.id);
         self.tx(&ctx, |tx| {
-            insert_run(tx, &ctx, run, run.turns, run.status)?;
+            insert_run(
+                &mut PgRows::new(tx, "creating the run"),
+                &ctx,
+                run,
+                run.turns,
+                run.status,
+            )?;
             tx.execute(
                 "INSERT INTO sessions (run_id, agent_id, user_id, created_at)
                  VALUES ($1, $2, $3, $4)",

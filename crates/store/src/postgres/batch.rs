@@ -16,7 +16,7 @@ use std::time::Duration;
 use postgres::types::ToSql;
 use postgres::{GenericClient, Row, Transaction};
 
-use super::{NOW, PgStore, col, pg_err};
+use super::{NOW, PgRows, PgStore, col, pg_err};
 use crate::batch::{BatchRecord, BatchRow, Batches, ClaimedRow, RowCounts, RowEnd, RowSpec};
 use crate::record::{
     MAX_MATCHES, RawBatch, RawBatchRow, RawClaim, like_prefix, one_match, row_counts, row_not_held,
@@ -120,7 +120,7 @@ fn counts_of(c: &mut impl GenericClient, ids: &[String]) -> Result<Vec<RowCounts
 }
 
 /// The row is not held by the worker that asked: by whom it is.
-fn not_held(tx: &mut impl GenericClient, batch_id: &str, idx: u64) -> StoreError {
+fn not_held<C: GenericClient>(tx: &mut PgRows<'_, C>, batch_id: &str, idx: u64) -> StoreError {
     let owner = tx
         .query_opt(
             "SELECT owner FROM batch_rows WHERE batch_id = $1 AND idx = $2",
@@ -133,8 +133,8 @@ fn not_held(tx: &mut impl GenericClient, batch_id: &str, idx: u64) -> StoreError
 }
 
 /// Tie the run `run_id` to a row `owner` holds.
-pub(super) fn tie_row_run(
-    c: &mut impl GenericClient,
+pub(super) fn tie_row_run<C: GenericClient>(
+    c: &mut PgRows<'_, C>,
     batch_id: &str,
     idx: u64,
     owner: &str,
@@ -158,8 +158,8 @@ pub(super) fn tie_row_run(
 
 /// Record how a row `owner` holds ended, and give up the lease of its run
 /// ([`RowEnd::release_run`]); the last row done closes the batch.
-pub(super) fn record_row_end(
-    c: &mut impl GenericClient,
+pub(super) fn record_row_end<C: GenericClient>(
+    c: &mut PgRows<'_, C>,
     batch_id: &str,
     idx: u64,
     owner: &str,
@@ -423,7 +423,15 @@ impl Batches for PgStore {
 
     fn finish_row(&self, batch_id: &str, idx: u64, owner: &str, end: &RowEnd) -> Result<()> {
         let what = format!("recording row {} of batch {batch_id}", idx + 1);
-        self.tx(&what, |tx| record_row_end(tx, batch_id, idx, owner, end))
+        self.tx(&what, |tx| {
+            record_row_end(
+                &mut PgRows::new(tx, "recording a row"),
+                batch_id,
+                idx,
+                owner,
+                end,
+            )
+        })
     }
 
     fn release_rows(&self, batch_id: &str, owner: &str, row: Option<u64>) -> Result<u64> {

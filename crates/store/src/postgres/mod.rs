@@ -29,14 +29,14 @@ mod url;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use postgres::types::FromSql;
+use postgres::types::{FromSql, ToSql};
 use postgres::{GenericClient, IsolationLevel, Row, Transaction};
 use serde_json::Value;
 
 pub use schema::PG_SCHEMA_VERSION;
 pub use url::{DEFAULT_SCHEMA, PgUrl};
 
-use pool::Pool;
+use pool::{Pool, Statements};
 
 use crate::record::{MAX_MATCHES, RawRun, RawTurn, like_prefix, one_match, to_json};
 use crate::retention::{self, AutoVacuum, DELETE_CHUNK, PruneFilter, Reclaimed, StoreSize};
@@ -247,7 +247,7 @@ impl PgStore {
     fn create_first_turn(&self, t: &FirstTurn<'_>) -> Result<u32> {
         let ctx = format!("creating the run (run {})", t.rec.id);
         self.tx(&ctx, |tx| {
-            insert_first_turn(tx, t)?;
+            insert_first_turn(&mut PgRows::new(tx, "creating the run"), t)?;
             Ok(1)
         })
     }
@@ -340,7 +340,7 @@ fn read_checkpoint(r: &Row) -> Result<CheckpointRow> {
 
 /// Insert a new run with its first turn, its lease and its tie to a batch row (see
 /// [`Rows::create_run`]).
-fn insert_first_turn(c: &mut impl GenericClient, t: &FirstTurn<'_>) -> Result<()> {
+fn insert_first_turn<C: GenericClient>(c: &mut PgRows<'_, C>, t: &FirstTurn<'_>) -> Result<()> {
     let rec = t.rec;
     let ctx = format!("creating the run (run {})", rec.id);
     if let (Some((batch_id, idx)), Some((owner, _))) = (t.row, t.lease) {
@@ -375,8 +375,8 @@ fn insert_first_turn(c: &mut impl GenericClient, t: &FirstTurn<'_>) -> Result<()
 
 /// Insert `rec` into `runs` with `turns` and `status` (a new run's first turn is
 /// written with it), and its canvas into `canvases` unless it is there.
-fn insert_run(
-    tx: &mut impl GenericClient,
+fn insert_run<C: GenericClient>(
+    tx: &mut PgRows<'_, C>,
     ctx: &str,
     rec: &RunRecord,
     turns: u32,
@@ -416,17 +416,63 @@ fn insert_run(
 }
 
 /// The row operations of [`rows`] on one PostgreSQL connection or transaction.
-struct PgRows<'a, C: GenericClient> {
+pub(crate) struct PgRows<'a, C: GenericClient> {
     c: &'a mut C,
     /// What the store is doing, for error messages.
     what: &'static str,
+    /// The connection's prepared statements, when its statements are kept.
+    statements: Option<&'a mut Statements>,
 }
 
+type Params<'p> = &'p [&'p (dyn ToSql + Sync)];
+
 impl<'a, C: GenericClient> PgRows<'a, C> {
-    fn new(c: &'a mut C, what: &'static str) -> Self {
-        PgRows { c, what }
+    pub(crate) fn new(c: &'a mut C, what: &'static str) -> Self {
+        PgRows {
+            c,
+            what,
+            statements: None,
+        }
+    }
+
+    /// Its statements prepared once on the connection, kept in `statements`.
+    fn prepared(mut self, statements: &'a mut Statements) -> Self {
+        self.statements = Some(statements);
+        self
+    }
+
+    pub(crate) fn execute(&mut self, q: &str, p: Params<'_>) -> PgResult<u64> {
+        match self.statements.as_deref_mut() {
+            Some(s) => {
+                let st = s.get(self.c, q)?;
+                self.c.execute(&st, p)
+            }
+            None => self.c.execute(q, p),
+        }
+    }
+
+    pub(crate) fn query_opt(&mut self, q: &str, p: Params<'_>) -> PgResult<Option<Row>> {
+        match self.statements.as_deref_mut() {
+            Some(s) => {
+                let st = s.get(self.c, q)?;
+                self.c.query_opt(&st, p)
+            }
+            None => self.c.query_opt(q, p),
+        }
+    }
+
+    fn query_one(&mut self, q: &str, p: Params<'_>) -> PgResult<Row> {
+        match self.statements.as_deref_mut() {
+            Some(s) => {
+                let st = s.get(self.c, q)?;
+                self.c.query_one(&st, p)
+            }
+            None => self.c.query_one(q, p),
+        }
     }
 }
+
+type PgResult<T> = std::result::Result<T, postgres::Error>;
 
 /// The error of doing `what` for run `run_id` (formatted only on error).
 fn err_for<'a>(what: &'static str, run_id: &'a str) -> impl Fn(postgres::Error) -> StoreError + 'a {
@@ -437,7 +483,6 @@ impl<C: GenericClient> Rows for PgRows<'_, C> {
     fn run_exists(&mut self, run_id: &str) -> Result<bool> {
         let err = err_for(self.what, run_id);
         let row = self
-            .c
             .query_opt("SELECT 1 FROM runs WHERE id = $1", &[&run_id])
             .map_err(err)?;
         Ok(row.is_some())
@@ -446,7 +491,6 @@ impl<C: GenericClient> Rows for PgRows<'_, C> {
     fn last_event_seq(&mut self, run_id: &str) -> Result<i64> {
         let err = err_for(self.what, run_id);
         let row = self
-            .c
             .query_opt(
                 "SELECT seq + n - 1 FROM event_chunks WHERE run_id = $1
                  ORDER BY seq DESC LIMIT 1",
@@ -458,29 +502,27 @@ impl<C: GenericClient> Rows for PgRows<'_, C> {
 
     fn insert_chunk(&mut self, c: &NewChunk<'_>) -> Result<()> {
         let err = err_for(self.what, c.run_id);
-        self.c
-            .execute(
-                "INSERT INTO event_chunks (run_id, seq, n, turn, message_id, created_at, body, cuts)
+        self.execute(
+            "INSERT INTO event_chunks (run_id, seq, n, turn, message_id, created_at, body, cuts)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                &[
-                    &c.run_id,
-                    &c.chunk.seq,
-                    &c.chunk.n,
-                    &i64::from(c.turn),
-                    &c.chunk.message_id,
-                    &c.chunk.created_at,
-                    &c.chunk.body,
-                    &c.chunk.cuts,
-                ],
-            )
-            .map_err(err)
-            .map(drop)
+            &[
+                &c.run_id,
+                &c.chunk.seq,
+                &c.chunk.n,
+                &i64::from(c.turn),
+                &c.chunk.message_id,
+                &c.chunk.created_at,
+                &c.chunk.body,
+                &c.chunk.cuts,
+            ],
+        )
+        .map_err(err)
+        .map(drop)
     }
 
     fn last_checkpoint_seq(&mut self, run_id: &str) -> Result<i64> {
         let err = err_for(self.what, run_id);
         let row = self
-            .c
             .query_one(
                 "SELECT COALESCE(MAX(seq), 0)::bigint FROM checkpoints WHERE run_id = $1",
                 &[&run_id],
@@ -492,32 +534,30 @@ impl<C: GenericClient> Rows for PgRows<'_, C> {
     fn insert_checkpoint(&mut self, c: &NewCheckpoint<'_>) -> Result<()> {
         let err = err_for(self.what, c.run_id);
         let kind = if c.full { "full" } else { "delta" };
-        self.c
-            .execute(
-                "INSERT INTO checkpoints (run_id, seq, turn, kind, body, cuts)
+        self.execute(
+            "INSERT INTO checkpoints (run_id, seq, turn, kind, body, cuts)
                  VALUES ($1, $2, $3, $4, $5, $6)",
-                &[
-                    &c.run_id,
-                    &c.seq,
-                    &i64::from(c.turn),
-                    &kind,
-                    &c.body,
-                    &c.cuts,
-                ],
-            )
-            .map_err(err)
-            .map(drop)
+            &[
+                &c.run_id,
+                &c.seq,
+                &i64::from(c.turn),
+                &kind,
+                &c.body,
+                &c.cuts,
+            ],
+        )
+        .map_err(err)
+        .map(drop)
     }
 
     fn drop_checkpoints_before(&mut self, run_id: &str, seq: i64) -> Result<()> {
         let err = err_for(self.what, run_id);
-        self.c
-            .execute(
-                "DELETE FROM checkpoints WHERE run_id = $1 AND seq < $2",
-                &[&run_id, &seq],
-            )
-            .map_err(err)
-            .map(drop)
+        self.execute(
+            "DELETE FROM checkpoints WHERE run_id = $1 AND seq < $2",
+            &[&run_id, &seq],
+        )
+        .map_err(err)
+        .map(drop)
     }
 
     fn ref_blob(&mut self, run_id: &str, hash: &str) -> Result<bool> {
@@ -525,7 +565,6 @@ impl<C: GenericClient> Rows for PgRows<'_, C> {
         // A key-share lock keeps the blob until this transaction ends: a prune deleting
         // its last other user waits for it (see `schema`).
         let stored = self
-            .c
             .query_opt(
                 "SELECT 1 FROM blobs WHERE hash = $1 FOR KEY SHARE",
                 &[&hash],
@@ -534,12 +573,11 @@ impl<C: GenericClient> Rows for PgRows<'_, C> {
         if stored.is_none() {
             return Ok(false);
         }
-        self.c
-            .execute(
-                "INSERT INTO blob_refs (run_id, hash) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                &[&run_id, &hash],
-            )
-            .map_err(&err)?;
+        self.execute(
+            "INSERT INTO blob_refs (run_id, hash) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            &[&run_id, &hash],
+        )
+        .map_err(&err)?;
         Ok(true)
     }
 
@@ -547,53 +585,48 @@ impl<C: GenericClient> Rows for PgRows<'_, C> {
         let err = err_for(self.what, run_id);
         // Another process may be storing the same value: then its row is the one kept
         // (and locked, as in `ref_blob`).
-        self.c
-            .execute(
-                "INSERT INTO blobs (hash, body) VALUES ($1, $2)
+        self.execute(
+            "INSERT INTO blobs (hash, body) VALUES ($1, $2)
                  ON CONFLICT (hash) DO UPDATE SET hash = EXCLUDED.hash",
-                &[&hash, &body],
-            )
-            .map_err(&err)?;
-        self.c
-            .execute(
-                "INSERT INTO blob_refs (run_id, hash) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                &[&run_id, &hash],
-            )
-            .map_err(&err)
-            .map(drop)
+            &[&hash, &body],
+        )
+        .map_err(&err)?;
+        self.execute(
+            "INSERT INTO blob_refs (run_id, hash) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            &[&run_id, &hash],
+        )
+        .map_err(&err)
+        .map(drop)
     }
 
     fn create_run(&mut self, t: &FirstTurn<'_>) -> Result<()> {
-        insert_first_turn(self.c, t)
+        insert_first_turn(self, t)
     }
 
     fn finish_row(&mut self, f: &RowFinish) -> Result<()> {
-        batch::record_row_end(self.c, &f.batch_id, f.idx, &f.owner, &f.end)
+        batch::record_row_end(self, &f.batch_id, f.idx, &f.owner, &f.end)
     }
 
     fn end_turn(&mut self, run_id: &str, turn: u32, end: &TurnEndRow<'_>) -> Result<()> {
         let err = err_for(self.what, run_id);
         let status = end.status.as_str();
-        self.c
-            .execute(
-                "UPDATE runs SET status = $2, error = $3, waiting = $4, updated_at = $5
+        self.execute(
+            "UPDATE runs SET status = $2, error = $3, waiting = $4, updated_at = $5
                  WHERE id = $1",
-                &[&run_id, &status, &end.error, &end.waiting, &end.now],
-            )
-            .map_err(&err)?;
-        self.c
-            .execute(
-                "UPDATE turns SET ended_at = $3, status = $4 WHERE run_id = $1 AND turn = $2",
-                &[&run_id, &i64::from(turn), &end.now, &status],
-            )
-            .map_err(&err)
-            .map(drop)
+            &[&run_id, &status, &end.error, &end.waiting, &end.now],
+        )
+        .map_err(&err)?;
+        self.execute(
+            "UPDATE turns SET ended_at = $3, status = $4 WHERE run_id = $1 AND turn = $2",
+            &[&run_id, &i64::from(turn), &end.now, &status],
+        )
+        .map_err(&err)
+        .map(drop)
     }
 
     fn blob(&mut self, run_id: &str, hash: &str) -> Result<Option<Vec<u8>>> {
         let err = err_for(self.what, run_id);
         let row = self
-            .c
             .query_opt("SELECT body FROM blobs WHERE hash = $1", &[&hash])
             .map_err(err)?;
         row.map(|r| col(&r, 0)).transpose()
@@ -632,7 +665,6 @@ impl<C: GenericClient> Rows for PgRows<'_, C> {
     fn last_full_checkpoint(&mut self, run_id: &str) -> Result<Option<CheckpointRow>> {
         let err = err_for(self.what, run_id);
         let row = self
-            .c
             .query_opt(
                 "SELECT seq, body, cuts FROM checkpoints WHERE run_id = $1 AND kind = 'full'
                  ORDER BY seq DESC LIMIT 1",
@@ -657,7 +689,6 @@ impl<C: GenericClient> Rows for PgRows<'_, C> {
 
     fn lease_clock(&mut self) -> Result<f64> {
         let row = self
-            .c
             .query_one(&format!("SELECT {NOW}"), &[])
             .map_err(|e| pg_err("reading the server's clock", e))?;
         col(&row, 0)
@@ -718,7 +749,6 @@ impl<C: GenericClient> Rows for PgRows<'_, C> {
 
     fn delete_runs(&mut self, ids: &[&str], starting: f64) -> Result<usize> {
         let n = self
-            .c
             .execute(
                 "DELETE FROM runs WHERE id = ANY($1)
                  AND NOT (status = 'running' AND lease_owner IS NULL AND updated_at > $2)",
@@ -732,7 +762,10 @@ impl<C: GenericClient> Rows for PgRows<'_, C> {
 impl Store for PgStore {
     fn create_run(&self, rec: &RunRecord) -> Result<()> {
         let ctx = format!("creating the run (run {})", rec.id);
-        self.tx(&ctx, |tx| insert_run(tx, &ctx, rec, rec.turns, rec.status))
+        self.tx(&ctx, |tx| {
+            let mut rows = PgRows::new(tx, "creating the run");
+            insert_run(&mut rows, &ctx, rec, rec.turns, rec.status)
+        })
     }
 
     fn create_run_with_turn(
@@ -833,6 +866,7 @@ impl Store for PgStore {
     fn write(&self, writes: &[RunWrite]) -> Result<Vec<Result<()>>> {
         let ctx = "committing a group of writes";
         let mut c = self.pool.get()?;
+        let (client, statements) = c.parts();
         let mut tries = 0;
         // Chunks are joined here, in one buffer for the group.
         let mut joined = String::new();
@@ -847,7 +881,7 @@ impl Store for PgStore {
         batches.dedup();
         loop {
             tries += 1;
-            let mut tx = c.transaction().map_err(|e| pg_err(ctx, e))?;
+            let mut tx = client.transaction().map_err(|e| pg_err(ctx, e))?;
             if !batches.is_empty() {
                 let locked = tx.execute(
                     "SELECT 1 FROM batches WHERE id = ANY($1) ORDER BY id FOR UPDATE",
@@ -864,7 +898,11 @@ impl Store for PgStore {
             let mut bytes = 0;
             for w in writes {
                 let mut sp = tx.savepoint("canvas_write").map_err(|e| pg_err(ctx, e))?;
-                let r = rows::write_run(&mut PgRows::new(&mut sp, "committing"), w, &mut joined);
+                let r = rows::write_run(
+                    &mut PgRows::new(&mut sp, "committing").prepared(statements),
+                    w,
+                    &mut joined,
+                );
                 let r = match r {
                     Ok(written) => {
                         sp.commit().map_err(|e| pg_err(ctx, e))?;

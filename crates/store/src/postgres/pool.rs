@@ -8,13 +8,15 @@
 //!
 //! Every connection is set up alike: the store's schema first on its `search_path`, a
 //! lock timeout, and read-only transactions for a read-only store. A connection that
-//! broke (the server restarted, the network went) is dropped, not reused.
+//! broke (the server restarted, the network went) is dropped, not reused. Each keeps the
+//! statements the store's writes prepared on it ([`Statements`]).
 
+use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use postgres::{Client, NoTls};
+use postgres::{Client, GenericClient, NoTls, Statement};
 
 use super::pg_err;
 use crate::{Result, StoreError};
@@ -35,7 +37,7 @@ pub(crate) struct Pool {
 }
 
 struct State {
-    idle: Vec<Client>,
+    idle: Vec<(Client, Statements)>,
     /// Connections open (idle or in use).
     open: usize,
 }
@@ -44,6 +46,40 @@ struct State {
 pub(crate) struct Conn<'p> {
     pool: &'p Pool,
     client: Option<Client>,
+    statements: Statements,
+}
+
+/// The statements prepared on one connection, by their text. A statement given as text
+/// costs a round trip to prepare it before the one that runs it; one prepared here is
+/// prepared once per connection (a prepared statement outlives the transaction it was
+/// prepared in).
+#[derive(Default)]
+pub(crate) struct Statements(HashMap<String, Statement>);
+
+impl Statements {
+    /// `q` prepared on `c` (the connection these statements belong to, or a transaction
+    /// of it).
+    pub(crate) fn get(
+        &mut self,
+        c: &mut impl GenericClient,
+        q: &str,
+    ) -> std::result::Result<Statement, postgres::Error> {
+        if let Some(st) = self.0.get(q) {
+            return Ok(st.clone());
+        }
+        let st = c.prepare(q)?;
+        self.0.insert(q.to_string(), st.clone());
+        Ok(st)
+    }
+}
+
+impl Conn<'_> {
+    /// The client and its prepared statements, to use together.
+    pub(crate) fn parts(&mut self) -> (&mut Client, &mut Statements) {
+        // Taken only in `drop`.
+        let client = self.client.as_mut().unwrap_or_else(|| unreachable!());
+        (client, &mut self.statements)
+    }
 }
 
 impl Deref for Conn<'_> {
@@ -70,7 +106,7 @@ impl Drop for Conn<'_> {
         if client.is_closed() {
             st.open -= 1;
         } else {
-            st.idle.push(client);
+            st.idle.push((client, std::mem::take(&mut self.statements)));
         }
         drop(st);
         self.pool.freed.notify_one();
@@ -110,7 +146,7 @@ impl Pool {
         let deadline = Instant::now() + WAIT;
         let mut st = self.lock();
         loop {
-            if let Some(client) = st.idle.pop() {
+            if let Some((client, statements)) = st.idle.pop() {
                 if client.is_closed() {
                     st.open -= 1;
                     continue;
@@ -118,6 +154,7 @@ impl Pool {
                 return Ok(Conn {
                     pool: self,
                     client: Some(client),
+                    statements,
                 });
             }
             if st.open < self.max {
@@ -127,6 +164,7 @@ impl Pool {
                     Ok(client) => Ok(Conn {
                         pool: self,
                         client: Some(client),
+                        statements: Statements::default(),
                     }),
                     Err(e) => {
                         self.lock().open -= 1;
