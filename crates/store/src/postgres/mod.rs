@@ -242,8 +242,7 @@ impl PgStore {
         Ok(())
     }
 
-    /// Insert `rec` with its first turn, and its lease when `lease` names the owner, in
-    /// one transaction.
+    /// Insert the run of `t` with its first turn (and its lease), in one transaction.
     fn create_first_turn(&self, t: &FirstTurn<'_>) -> Result<u32> {
         let ctx = format!("creating the run (run {})", t.rec.id);
         self.tx(&ctx, |tx| {
@@ -441,6 +440,7 @@ impl<'a, C: GenericClient> PgRows<'a, C> {
         self
     }
 
+    /// Run `q`: rows changed.
     pub(crate) fn execute(&mut self, q: &str, p: Params<'_>) -> PgResult<u64> {
         match self.statements.as_deref_mut() {
             Some(s) => {
@@ -451,6 +451,7 @@ impl<'a, C: GenericClient> PgRows<'a, C> {
         }
     }
 
+    /// Run `q`: its row, if any.
     pub(crate) fn query_opt(&mut self, q: &str, p: Params<'_>) -> PgResult<Option<Row>> {
         match self.statements.as_deref_mut() {
             Some(s) => {
@@ -461,6 +462,7 @@ impl<'a, C: GenericClient> PgRows<'a, C> {
         }
     }
 
+    /// Run `q`: its one row.
     fn query_one(&mut self, q: &str, p: Params<'_>) -> PgResult<Row> {
         match self.statements.as_deref_mut() {
             Some(s) => {

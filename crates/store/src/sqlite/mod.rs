@@ -323,8 +323,7 @@ impl SqliteStore {
         raw.map(RawRun::into_record).transpose()
     }
 
-    /// Insert `rec` with its first turn, and its lease when `lease` names the owner, in
-    /// one transaction.
+    /// Insert the run of `t` with its first turn (and its lease), in one transaction.
     fn create_first_turn(&self, t: &FirstTurn<'_>) -> Result<u32> {
         self.write(Op("creating the run", &t.rec.id), |tx| {
             insert_first_turn(tx, t)?;
