@@ -21,7 +21,8 @@ use super::opts::StoreOpts;
 use super::remember::RunOptions;
 use super::tools::ToolArgs;
 use super::{CliError, exit, inputs};
-use canvas_batch::{DataRow, Progress, RowAsk, Summary, Worker};
+use canvas_batch::results::ResultsFile;
+use canvas_batch::{DataRow, Progress, RowAsk, Summary, SummaryBuilder, Worker};
 use canvas_components::Registry;
 use canvas_dsl::{self as dsl, Format};
 use canvas_engine::scheduler::{DEFAULT_MAX_PARALLEL, DEFAULT_MAX_STEPS};
@@ -216,15 +217,33 @@ pub fn exec(mut args: BatchArgs) -> Result<u8, CliError> {
         CliError::new(exit::FAILED, format!("batch {}: {e}", batch.id))
             .hint(format!("canvas batch --resume {} continues it", batch.id))
     })?;
-    let rows = store.batch_rows(&batch.id)?;
-    let summary = Summary::of(&rows);
-    if let Some(path) = &args.output {
-        canvas_batch::results::write(path, &rows).map_err(|e| {
-            CliError::new(
-                exit::FAILED,
-                format!("{}: cannot write the results: {e}", path.display()),
-            )
-        })?;
+    // Row by row: a large batch's results are never all in memory.
+    let cannot_write = |path: &std::path::Path, e: std::io::Error| {
+        CliError::new(
+            exit::FAILED,
+            format!("{}: cannot write the results: {e}", path.display()),
+        )
+    };
+    let mut file = match &args.output {
+        Some(path) => Some(ResultsFile::create(path).map_err(|e| cannot_write(path, e))?),
+        None => None,
+    };
+    let mut summary = SummaryBuilder::default();
+    let mut failed_write = None;
+    store.each_batch_row(&batch.id, &mut |row| {
+        let result = canvas_batch::results::result_of(&row);
+        if let (Some(f), Some(r), None) = (file.as_mut(), result.as_ref(), &failed_write) {
+            failed_write = f.add(r).err();
+        }
+        summary.add(&row, result.as_ref());
+        Ok(())
+    })?;
+    let summary = summary.finish();
+    if let (Some(path), Some(f)) = (&args.output, file) {
+        match failed_write {
+            Some(e) => return Err(cannot_write(path, e)),
+            None => f.finish().map_err(|e| cannot_write(path, e))?,
+        }
     }
     print_summary(&args, &batch, &summary, started.elapsed(), &ended)?;
     if ended.interrupted {

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::CliError;
 use super::opts::StoreOpts;
 use super::runs::{local_time, output_result, write_stdout};
-use canvas_batch::Summary;
+use canvas_batch::SummaryBuilder;
 use canvas_store::{BatchRecord, RowCounts, Store};
 
 /// Output formats of `canvas batches`.
@@ -101,8 +101,12 @@ fn table(batches: &[(BatchRecord, RowCounts)]) -> String {
 
 /// `canvas show` of a batch: its summary, failures and checks failed.
 pub fn show(store: &dyn Store, batch: &BatchRecord, json_out: bool) -> Result<u8, CliError> {
-    let rows = store.batch_rows(&batch.id)?;
-    let s = Summary::of(&rows);
+    let mut b = SummaryBuilder::default();
+    store.each_batch_row(&batch.id, &mut |row| {
+        b.add(&row, canvas_batch::results::result_of(&row).as_ref());
+        Ok(())
+    })?;
+    let s = b.finish();
     if json_out {
         let doc = json!({
             "batch": batch.id,

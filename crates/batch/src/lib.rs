@@ -23,7 +23,7 @@ use serde_json::Value;
 pub use dataset::{DataFormat, DataRow, DatasetError};
 pub use expect::{CheckResult, Expect};
 pub use observe::Observed;
-pub use summary::Summary;
+pub use summary::{Summary, SummaryBuilder};
 pub use worker::{Progress, Worker, WorkerEnd};
 
 /// What a row asks, as stored with it: its inputs and answers already typed by the

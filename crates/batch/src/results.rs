@@ -2,10 +2,12 @@
 //! in dataset order, written whole from the store (so a resumed batch's file has every
 //! row) to a temporary file renamed into place.
 
-use std::io::Write;
-use std::path::Path;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 
 use canvas_store::BatchRow;
+use serde::Deserialize;
 
 use super::RowResult;
 
@@ -29,68 +31,116 @@ const COLUMNS: &[&str] = &[
 /// Write the results of `rows` to `path` (`.csv` for CSV, anything else JSON lines).
 /// Rows not done yet have no line.
 pub fn write(path: &Path, rows: &[BatchRow]) -> std::io::Result<()> {
-    let results: Vec<RowResult> = rows
-        .iter()
-        .filter_map(|r| r.result.as_ref())
-        .filter_map(|r| serde_json::from_value(r.clone()).ok())
-        .collect();
-    let csv = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "results".into());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = (|| {
-        let file = std::fs::File::create(&tmp)?;
-        let mut out = std::io::BufWriter::new(file);
-        if csv {
-            write_csv(&mut out, &results)?;
+    let mut file = ResultsFile::create(path)?;
+    for row in rows {
+        if let Some(r) = result_of(row) {
+            file.add(&r)?;
+        }
+    }
+    file.finish()
+}
+
+/// A row's result, when it is done (and its stored result is readable).
+pub fn result_of(row: &BatchRow) -> Option<RowResult> {
+    row.result
+        .as_ref()
+        .and_then(|r| RowResult::deserialize(r).ok())
+}
+
+/// A results file written a row at a time, to a temporary file renamed into place by
+/// [`ResultsFile::finish`] (dropped unfinished, the temporary goes).
+pub struct ResultsFile {
+    tmp: PathBuf,
+    path: PathBuf,
+    out: Option<Out>,
+}
+
+enum Out {
+    Jsonl(BufWriter<File>),
+    Csv(Box<csv::Writer<BufWriter<File>>>),
+}
+
+impl ResultsFile {
+    /// Start the results file `path` (`.csv` for CSV, anything else JSON lines).
+    pub fn create(path: &Path) -> std::io::Result<ResultsFile> {
+        let csv = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "results".into());
+        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let file = BufWriter::new(File::create(&tmp)?);
+        let mut me = ResultsFile {
+            tmp,
+            path: path.to_path_buf(),
+            out: None,
+        };
+        me.out = Some(if csv {
+            let mut w = csv::Writer::from_writer(file);
+            w.write_record(COLUMNS)?;
+            Out::Csv(Box::new(w))
         } else {
-            for r in &results {
-                serde_json::to_writer(&mut out, r)?;
-                out.write_all(b"\n")?;
+            Out::Jsonl(file)
+        });
+        Ok(me)
+    }
+
+    /// Add a row's line.
+    pub fn add(&mut self, r: &RowResult) -> std::io::Result<()> {
+        match &mut self.out {
+            Some(Out::Jsonl(out)) => {
+                serde_json::to_writer(&mut *out, r)?;
+                out.write_all(b"\n")
             }
+            Some(Out::Csv(w)) => write_csv_record(w, r),
+            None => Ok(()),
         }
-        out.into_inner().map_err(|e| e.into_error())?.sync_all()
-    })();
-    match written.and_then(|()| std::fs::rename(&tmp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
+    }
+
+    /// Make the file durable and put it in place.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        let file = match self.out.take() {
+            Some(Out::Jsonl(out)) => out,
+            Some(Out::Csv(w)) => w.into_inner().map_err(|e| e.into_error())?,
+            None => return Ok(()),
+        };
+        file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&self.tmp, &self.path)
     }
 }
 
-fn write_csv(out: &mut impl Write, results: &[RowResult]) -> std::io::Result<()> {
-    let mut w = csv::Writer::from_writer(out);
-    w.write_record(COLUMNS)?;
-    for r in results {
-        let passed = r.passed.map(|p| p.to_string()).unwrap_or_default();
-        w.write_record([
-            r.row.to_string(),
-            r.id.clone(),
-            r.run_id.clone().unwrap_or_default(),
-            r.status.as_str().to_string(),
-            passed,
-            r.answer.clone(),
-            r.seconds.to_string(),
-            r.usage.prompt_tokens.to_string(),
-            r.usage.completion_tokens.to_string(),
-            r.usage.total_tokens.to_string(),
-            r.error.clone().unwrap_or_default(),
-            json_text(&r.checks),
-            json_text(&r.outputs),
-        ])?;
+impl Drop for ResultsFile {
+    fn drop(&mut self) {
+        // Unfinished (or failed while finishing): the temporary is not left behind.
+        let _ = std::fs::remove_file(&self.tmp);
     }
-    w.flush()
+}
+
+fn write_csv_record(w: &mut csv::Writer<BufWriter<File>>, r: &RowResult) -> std::io::Result<()> {
+    let passed = r.passed.map(|p| p.to_string()).unwrap_or_default();
+    w.write_record([
+        r.row.to_string(),
+        r.id.clone(),
+        r.run_id.clone().unwrap_or_default(),
+        r.status.as_str().to_string(),
+        passed,
+        r.answer.clone(),
+        r.seconds.to_string(),
+        r.usage.prompt_tokens.to_string(),
+        r.usage.completion_tokens.to_string(),
+        r.usage.total_tokens.to_string(),
+        r.error.clone().unwrap_or_default(),
+        json_text(&r.checks),
+        json_text(&r.outputs),
+    ])?;
+    Ok(())
 }
 
 /// JSON text of a column value.
@@ -153,6 +203,16 @@ mod tests {
             1,
             "no temporary left"
         );
+    }
+
+    #[test]
+    fn a_file_left_unfinished_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.jsonl");
+        let mut f = ResultsFile::create(&p).unwrap();
+        f.add(&result_of(&rows()[0]).unwrap()).unwrap();
+        drop(f);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

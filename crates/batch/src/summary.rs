@@ -31,68 +31,81 @@ pub struct Summary {
 impl Summary {
     /// The summary of a batch's `rows`.
     pub fn of(rows: &[BatchRow]) -> Summary {
-        let mut s = Summary {
-            rows: rows.len() as u64,
-            ..Summary::default()
-        };
-        let mut seconds = Vec::new();
-        let mut failures: Vec<(String, Vec<String>)> = Vec::new();
+        let mut b = SummaryBuilder::default();
         for row in rows {
-            s.counts.add(row.status, row.passed);
-            let Some(result) = row
-                .result
-                .as_ref()
-                .and_then(|r| serde_json::from_value::<RowResult>(r.clone()).ok())
-            else {
-                continue;
-            };
-            seconds.push(result.seconds);
-            s.usage.prompt_tokens += result.usage.prompt_tokens;
-            s.usage.completion_tokens += result.usage.completion_tokens;
-            s.usage.total_tokens += result.usage.total_tokens;
-            s.usage.calls += result.usage.calls;
-            match row.status {
-                RowStatus::Failed => {
-                    let error = result.error.clone().unwrap_or_else(|| "failed".into());
-                    match failures.iter_mut().find(|(e, _)| *e == error) {
-                        Some((_, ids)) => ids.push(row.row_id.clone()),
-                        None => failures.push((error, vec![row.row_id.clone()])),
-                    }
-                }
-                RowStatus::Waiting => s.waiting.push(row.row_id.clone()),
-                _ => {}
-            }
-            if result.passed == Some(false) {
-                let failed = result
-                    .checks
-                    .iter()
-                    .filter(|c| !c.passed)
-                    .map(|c| {
-                        let expected = match &c.expected {
-                            serde_json::Value::String(t) => format!("{t:?}"),
-                            other => other.to_string(),
-                        };
-                        match &c.actual {
-                            Some(a) => format!("{} {} {expected} (got {a})", c.on, c.check),
-                            None => format!("{} {} {expected}", c.on, c.check),
-                        }
-                    })
-                    .collect();
-                s.checks_failed.push((row.row_id.clone(), failed));
-            }
+            b.add(row, crate::results::result_of(row).as_ref());
         }
-        // Most frequent first; ties in order of first appearance.
-        failures.sort_by_key(|f| std::cmp::Reverse(f.1.len()));
-        s.failures = failures;
-        seconds.sort_by(f64::total_cmp);
-        s.p50_seconds = percentile(&seconds, 0.50);
-        s.p95_seconds = percentile(&seconds, 0.95);
-        s
+        b.finish()
     }
 
     /// Every row finished and every check held: the batch passes (exit 0).
     pub fn passed(&self) -> bool {
         self.counts.succeeded == self.rows && self.counts.checks_failed == 0
+    }
+}
+
+/// A [`Summary`] built a row at a time (a large batch's rows need not all be in memory).
+#[derive(Debug, Default)]
+pub struct SummaryBuilder {
+    s: Summary,
+    seconds: Vec<f64>,
+    failures: Vec<(String, Vec<String>)>,
+}
+
+impl SummaryBuilder {
+    /// Count `row`, whose result (when it is done) is `result`.
+    pub fn add(&mut self, row: &BatchRow, result: Option<&RowResult>) {
+        let s = &mut self.s;
+        s.rows += 1;
+        s.counts.add(row.status, row.passed);
+        let Some(result) = result else {
+            return;
+        };
+        self.seconds.push(result.seconds);
+        s.usage.prompt_tokens += result.usage.prompt_tokens;
+        s.usage.completion_tokens += result.usage.completion_tokens;
+        s.usage.total_tokens += result.usage.total_tokens;
+        s.usage.calls += result.usage.calls;
+        match row.status {
+            RowStatus::Failed => {
+                let error = result.error.clone().unwrap_or_else(|| "failed".into());
+                match self.failures.iter_mut().find(|(e, _)| *e == error) {
+                    Some((_, ids)) => ids.push(row.row_id.clone()),
+                    None => self.failures.push((error, vec![row.row_id.clone()])),
+                }
+            }
+            RowStatus::Waiting => s.waiting.push(row.row_id.clone()),
+            _ => {}
+        }
+        if result.passed == Some(false) {
+            let failed = result
+                .checks
+                .iter()
+                .filter(|c| !c.passed)
+                .map(|c| {
+                    let expected = match &c.expected {
+                        serde_json::Value::String(t) => format!("{t:?}"),
+                        other => other.to_string(),
+                    };
+                    match &c.actual {
+                        Some(a) => format!("{} {} {expected} (got {a})", c.on, c.check),
+                        None => format!("{} {} {expected}", c.on, c.check),
+                    }
+                })
+                .collect();
+            s.checks_failed.push((row.row_id.clone(), failed));
+        }
+    }
+
+    /// The summary of the rows added.
+    pub fn finish(mut self) -> Summary {
+        // Most frequent first; ties in order of first appearance.
+        self.failures.sort_by_key(|f| std::cmp::Reverse(f.1.len()));
+        self.s.failures = self.failures;
+        self.seconds.sort_by(f64::total_cmp);
+        self.s.p50_seconds = percentile(&self.seconds, 0.50);
+        self.s.p95_seconds = percentile(&self.seconds, 0.95);
+        self.s
     }
 }
 

@@ -237,5 +237,19 @@ pub trait Batches {
     /// (pending again; their runs stay tied to them, to be continued); how many.
     fn release_rows(&self, batch_id: &str, owner: &str, row: Option<u64>) -> Result<u64>;
     /// Every row of the batch, in dataset order.
-    fn batch_rows(&self, batch_id: &str) -> Result<Vec<BatchRow>>;
+    fn batch_rows(&self, batch_id: &str) -> Result<Vec<BatchRow>> {
+        let mut rows = Vec::new();
+        self.each_batch_row(batch_id, &mut |row| {
+            rows.push(row);
+            Ok(())
+        })?;
+        Ok(rows)
+    }
+    /// Hand every row of the batch to `f`, in dataset order, one at a time (a large
+    /// batch's rows and results are never all in memory); stops at `f`'s first error.
+    fn each_batch_row(
+        &self,
+        batch_id: &str,
+        f: &mut dyn FnMut(BatchRow) -> Result<()>,
+    ) -> Result<()>;
 }

@@ -122,6 +122,22 @@ fn rows_are_claimed_once_in_order_and_counted(f: &Fixture) {
     assert_eq!(listed, vec![(rec.clone(), n)]);
     let rows = s.batch_rows(&rec.id).unwrap();
     assert_eq!(rows[1].passed, Some(false));
+    // Row by row, in order; the first error stops it.
+    let mut seen = Vec::new();
+    let e = s
+        .each_batch_row(&rec.id, &mut |row| {
+            seen.push(row.idx);
+            match row.idx {
+                2 => Err(StoreError::NotFound("enough".into())),
+                _ => Ok(()),
+            }
+        })
+        .unwrap_err();
+    assert!(
+        matches!(e, StoreError::NotFound(ref w) if w == "enough"),
+        "{e}"
+    );
+    assert_eq!(seen, [0, 1, 2]);
     assert_eq!(rows[2].result, Some(json!({"status": "failed"})));
     assert_eq!(rows[3].status, RowStatus::Running);
 }

@@ -13,6 +13,7 @@
 
 use std::time::Duration;
 
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::ToSql;
 use postgres::{GenericClient, Row, Transaction};
 
@@ -448,30 +449,33 @@ impl Batches for PgStore {
         })
     }
 
-    fn batch_rows(&self, batch_id: &str) -> Result<Vec<BatchRow>> {
+    fn each_batch_row(
+        &self,
+        batch_id: &str,
+        f: &mut dyn FnMut(BatchRow) -> Result<()>,
+    ) -> Result<()> {
         let what = format!("reading the rows of batch {batch_id}");
-        let rows = self
-            .pool
-            .get()?
-            .query(
+        let mut c = self.pool.get()?;
+        // Streamed: rows arrive as the server sends them, not all at once.
+        let mut rows = c
+            .query_raw(
                 "SELECT idx, row_id, status, run_id, passed, result, attempts FROM batch_rows
                  WHERE batch_id = $1 ORDER BY idx",
-                &[&batch_id],
+                [batch_id],
             )
             .map_err(|e| pg_err(&what, e))?;
-        rows.iter()
-            .map(|r| {
-                RawBatchRow {
-                    idx: col(r, 0)?,
-                    row_id: col(r, 1)?,
-                    status: col(r, 2)?,
-                    run_id: col(r, 3)?,
-                    passed: col(r, 4)?,
-                    result: col(r, 5)?,
-                    attempts: col(r, 6)?,
-                }
-                .into_row(batch_id)
-            })
-            .collect()
+        while let Some(r) = rows.next().map_err(|e| pg_err(&what, e))? {
+            let raw = RawBatchRow {
+                idx: col(&r, 0)?,
+                row_id: col(&r, 1)?,
+                status: col(&r, 2)?,
+                run_id: col(&r, 3)?,
+                passed: col(&r, 4)?,
+                result: col(&r, 5)?,
+                attempts: col(&r, 6)?,
+            };
+            f(raw.into_row(batch_id)?)?;
+        }
+        Ok(())
     }
 }

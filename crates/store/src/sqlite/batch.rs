@@ -409,7 +409,11 @@ impl Batches for SqliteStore {
         })
     }
 
-    fn batch_rows(&self, batch_id: &str) -> Result<Vec<BatchRow>> {
+    fn each_batch_row(
+        &self,
+        batch_id: &str,
+        f: &mut dyn FnMut(BatchRow) -> Result<()>,
+    ) -> Result<()> {
         let what = format!("reading the rows of batch {batch_id}");
         let g = self.lock();
         let mut st = g
@@ -419,20 +423,19 @@ impl Batches for SqliteStore {
                  WHERE batch_id = ?1 ORDER BY idx",
             )
             .map_err(|e| sql(&what, e))?;
-        let raws = st
-            .query_map([batch_id], |r| {
-                Ok(RawBatchRow {
-                    idx: r.get(0)?,
-                    row_id: r.get(1)?,
-                    status: r.get(2)?,
-                    run_id: r.get(3)?,
-                    passed: r.get(4)?,
-                    result: r.get(5)?,
-                    attempts: r.get(6)?,
-                })
-            })
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-            .map_err(|e| sql(&what, e))?;
-        raws.into_iter().map(|raw| raw.into_row(batch_id)).collect()
+        let mut rows = st.query([batch_id]).map_err(|e| sql(&what, e))?;
+        while let Some(r) = rows.next().map_err(|e| sql(&what, e))? {
+            let raw = RawBatchRow {
+                idx: r.get(0).map_err(|e| sql(&what, e))?,
+                row_id: r.get(1).map_err(|e| sql(&what, e))?,
+                status: r.get(2).map_err(|e| sql(&what, e))?,
+                run_id: r.get(3).map_err(|e| sql(&what, e))?,
+                passed: r.get(4).map_err(|e| sql(&what, e))?,
+                result: r.get(5).map_err(|e| sql(&what, e))?,
+                attempts: r.get(6).map_err(|e| sql(&what, e))?,
+            };
+            f(raw.into_row(batch_id)?)?;
+        }
+        Ok(())
     }
 }
