@@ -17,8 +17,8 @@ use canvas_runner::{
 use canvas_store::call;
 use canvas_store::writer::WriterHandle;
 use canvas_store::{
-    ClaimedRow, NewRun, RowEnd, RowFinish, RowStatus, RunRecord, RunStatus, RunWrite, Store,
-    StoreError, TurnKind,
+    ClaimedRow, NewLease, NewRun, RowEnd, RowFinish, RowStatus, RunRecord, RunStatus, RunWrite,
+    Store, StoreError, TurnKind,
 };
 use serde_json::Value;
 use tokio::task::JoinSet;
@@ -385,8 +385,11 @@ impl Worker {
             kind: request.kind,
             query: request.query.clone(),
             inputs: Value::Object(request.inputs.clone()),
-            lease: Some((self.owner.clone(), self.lease)),
-            row: Some((self.batch_id.clone(), row.idx)),
+            lease: Some(NewLease {
+                owner: self.owner.clone(),
+                ttl: self.lease,
+                row: Some((self.batch_id.clone(), row.idx)),
+            }),
         };
         let turn = 1;
         self.commit(RunWrite {

@@ -260,9 +260,18 @@ pub struct NewRun {
     pub query: String,
     /// Its inputs (an object).
     pub inputs: Value,
-    /// The lease taken on it: holder and lifetime.
-    pub lease: Option<(String, Duration)>,
-    /// The batch and row (0-based) it is made for, which the lease's holder must hold
+    /// The lease taken on it.
+    pub lease: Option<NewLease>,
+}
+
+/// The lease a [`NewRun`] is created with.
+#[derive(Debug, Clone)]
+pub struct NewLease {
+    /// The holder.
+    pub owner: String,
+    /// How long it lasts from now.
+    pub ttl: Duration,
+    /// The batch and row (0-based) the run is made for, which the holder must hold
     /// ([`StoreError::Leased`] else, and nothing is created).
     pub row: Option<(String, u64)>,
 }

@@ -34,7 +34,8 @@ pub(crate) struct FirstTurn<'a> {
     pub inputs: &'a Value,
     /// The lease taken on the run: holder and lifetime.
     pub lease: Option<(&'a str, Duration)>,
-    /// The batch and row (0-based) the run is tied to; the lease's holder holds it.
+    /// The batch and row (0-based) the run is tied to (never without a lease: its
+    /// holder holds the row).
     pub row: Option<(&'a str, u64)>,
 }
 
@@ -46,8 +47,12 @@ impl NewRun {
             kind: self.kind,
             query: &self.query,
             inputs: &self.inputs,
-            lease: self.lease.as_ref().map(|(o, ttl)| (o.as_str(), *ttl)),
-            row: self.row.as_ref().map(|(b, i)| (b.as_str(), *i)),
+            lease: self.lease.as_ref().map(|l| (l.owner.as_str(), l.ttl)),
+            row: self
+                .lease
+                .as_ref()
+                .and_then(|l| l.row.as_ref())
+                .map(|(b, i)| (b.as_str(), *i)),
         }
     }
 }

@@ -9,8 +9,8 @@ use serde_json::json;
 
 use crate::testkit::{Fixture, on_both};
 use crate::{
-    BatchRecord, NewRun, RowCounts, RowEnd, RowFinish, RowSpec, RowStatus, RunRecord, RunStatus,
-    RunWrite, StoreError, TurnKind, lease, unix_now,
+    BatchRecord, NewLease, NewRun, RowCounts, RowEnd, RowFinish, RowSpec, RowStatus, RunRecord,
+    RunStatus, RunWrite, StoreError, TurnKind, lease, unix_now,
 };
 
 fn batch(key: &str, n: usize) -> (BatchRecord, Vec<RowSpec>) {
@@ -58,8 +58,11 @@ fn create_row_run(batch_id: &str, idx: u64, owner: &str, run_id: &str) -> RunWri
             kind: TurnKind::Start,
             query: "q".into(),
             inputs: json!({}),
-            lease: Some((owner.into(), TTL)),
-            row: Some((batch_id.into(), idx)),
+            lease: Some(NewLease {
+                owner: owner.into(),
+                ttl: TTL,
+                row: Some((batch_id.into(), idx)),
+            }),
         })),
         ..RunWrite::new(run_id, 1)
     }
