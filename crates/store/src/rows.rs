@@ -39,6 +39,25 @@ pub(crate) struct FirstTurn<'a> {
     pub row: Option<(&'a str, u64)>,
 }
 
+impl<'a> FirstTurn<'a> {
+    /// Run `rec` with its first turn (kind, query, inputs) and `lease` (holder and
+    /// lifetime), tied to no batch row.
+    pub(crate) fn new(
+        rec: &'a RunRecord,
+        (kind, query, inputs): (TurnKind, &'a str, &'a Value),
+        lease: Option<(&'a str, Duration)>,
+    ) -> Self {
+        FirstTurn {
+            rec,
+            kind,
+            query,
+            inputs,
+            lease,
+            row: None,
+        }
+    }
+}
+
 impl NewRun {
     /// As [`Rows::create_run`] takes it.
     pub(crate) fn first_turn(&self) -> FirstTurn<'_> {

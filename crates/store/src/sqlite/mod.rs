@@ -623,14 +623,7 @@ impl Store for SqliteStore {
         query: &str,
         inputs: &Value,
     ) -> Result<u32> {
-        self.create_first_turn(&FirstTurn {
-            rec,
-            kind,
-            query,
-            inputs,
-            lease: None,
-            row: None,
-        })
+        self.create_first_turn(&FirstTurn::new(rec, (kind, query, inputs), None))
     }
 
     fn create_run_leased(
@@ -640,14 +633,7 @@ impl Store for SqliteStore {
         owner: &str,
         ttl: Duration,
     ) -> Result<u32> {
-        self.create_first_turn(&FirstTurn {
-            rec,
-            kind: turn.0,
-            query: turn.1,
-            inputs: turn.2,
-            lease: Some((owner, ttl)),
-            row: None,
-        })
+        self.create_first_turn(&FirstTurn::new(rec, turn, Some((owner, ttl))))
     }
 
     fn find_run(&self, id_or_prefix: &str) -> Result<RunRecord> {
